@@ -1,0 +1,33 @@
+# Two commands do everything on a fresh machine: `make demo` (the main job) and `make test`.
+PY      ?= python3
+VENV    ?= .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.deps-stamp
+SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml
+
+.PHONY: demo test bench sanitize install clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip setuptools wheel ninja
+	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q "pytest>=8" "hypothesis>=6.100" numpy expecttest matplotlib tqdm
+	touch $@
+
+$(VENV)/.build-stamp: $(STAMP) $(SOURCES)
+	$(VPY) -m pip install -q --no-build-isolation --no-deps -e ".[test,demo]"
+	touch $@
+
+install: $(VENV)/.build-stamp
+
+demo: install
+	$(VPY) examples/train_demo.py
+
+test: install
+	$(VPY) -m pytest -q tests
+
+bench: install
+	$(VPY) benchmarks/bench_cpu.py
+
+clean:
+	rm -rf build $(VENV) torch_resize_bicubic/*.so

@@ -1,0 +1,116 @@
+// The bicubic math of ResizeBicubicV2Grad (DESIGN §2): the single source of truth for every backend.
+//
+// Host code (tiling, CPU backend, launch emulator) and the Ascend C kernels include this header. It uses
+// no standard-library calls on the device path: the kernel compatibility header defines RBG_FUNC and
+// RBG_FLOOR_TO_FLOAT before including it when compiling for the NPU.
+#pragma once
+
+#include <stdint.h>
+
+#ifndef RBG_FUNC
+#define RBG_FUNC inline
+#endif
+
+#ifndef RBG_FLOOR_TO_FLOAT
+#include <cmath>
+// PyTorch's CPU kernel takes floorf() of the real index even in double precision, so we round through
+// float as well; the result is identical to floor() except next to an integer in float64.
+#define RBG_FLOOR_TO_FLOAT(x) std::floor(static_cast<float>(x))
+#endif
+
+namespace rbg {
+
+// Keys' cubic convolution constant used by PyTorch (and OpenCV) for non-antialiased bicubic.
+template <typename acc_t>
+RBG_FUNC acc_t cubic_a() {
+  return static_cast<acc_t>(-0.75);
+}
+
+// W(x) for |x| <= 1.
+template <typename acc_t>
+RBG_FUNC acc_t cubic_convolution1(acc_t x) {
+  const acc_t a = cubic_a<acc_t>();
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
+
+// W(x) for 1 < |x| < 2.
+template <typename acc_t>
+RBG_FUNC acc_t cubic_convolution2(acc_t x) {
+  const acc_t a = cubic_a<acc_t>();
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
+
+// Weights of taps i0-1, i0, i0+1, i0+2 for the fractional position t in [0, 1]. The evaluation order
+// ((1 - t) + 1 rather than 2 - t) is PyTorch's, so float results are bit-identical to its kernel.
+template <typename acc_t>
+RBG_FUNC void cubic_coefficients(acc_t weights[4], acc_t t) {
+  const acc_t one = static_cast<acc_t>(1);
+  const acc_t x2 = one - t;
+  weights[0] = cubic_convolution2<acc_t>(t + one);
+  weights[1] = cubic_convolution1<acc_t>(t);
+  weights[2] = cubic_convolution1<acc_t>(x2);
+  weights[3] = cubic_convolution2<acc_t>(x2 + one);
+}
+
+// Source-to-destination ratio of one axis. `in` is the original image's length, `out` the grads'
+// length, `user_scale` the caller's scale_factor (grads / image), used only when > 0 and not aligned.
+// Host only: the division of the user scale is done in double, as in PyTorch.
+template <typename acc_t>
+inline acc_t area_pixel_scale(int64_t in, int64_t out, bool align_corners, double user_scale) {
+  if (align_corners) {
+    return out > 1 ? static_cast<acc_t>(in - 1) / static_cast<acc_t>(out - 1) : static_cast<acc_t>(0);
+  }
+  if (user_scale > 0.0) {
+    return static_cast<acc_t>(1.0 / user_scale);
+  }
+  return static_cast<acc_t>(in) / static_cast<acc_t>(out);
+}
+
+// Real (unclamped) source coordinate of destination index `dst`. Negative values are kept on purpose:
+// the cubic taps and weights depend on them.
+template <typename acc_t>
+RBG_FUNC acc_t source_index(acc_t scale, int64_t dst, bool align_corners) {
+  const acc_t half = static_cast<acc_t>(0.5);
+  return align_corners ? scale * static_cast<acc_t>(dst)
+                       : scale * (static_cast<acc_t>(dst) + half) - half;
+}
+
+// i0 = min(floor(real), in - 1) and t = clamp(real - i0, 0, 1). Unlike PyTorch we also guard the float
+// to int64 conversion, so an infinite coordinate (huge user scale) is well defined.
+template <typename acc_t>
+RBG_FUNC void index_and_lambda(acc_t real, int64_t in, int64_t& i0, acc_t& t) {
+  const acc_t floored = static_cast<acc_t>(RBG_FLOOR_TO_FLOAT(real));
+  const int64_t last = in - 1;
+  i0 = (floored >= static_cast<acc_t>(last)) ? last : static_cast<int64_t>(floored);
+  acc_t frac = real - static_cast<acc_t>(i0);
+  const acc_t zero = static_cast<acc_t>(0);
+  const acc_t one = static_cast<acc_t>(1);
+  t = frac < zero ? zero : (frac > one ? one : frac);
+  // frac is NaN only if real is NaN; keep it NaN-free so taps stay in range and weights propagate NaN
+  // the way PyTorch's clamp does (max/min return the non-NaN operand there).
+  if (!(frac == frac)) t = zero;
+}
+
+// Tap k (0..3) of a destination whose floor index is i0, clamped to [0, in - 1] (replicated border).
+RBG_FUNC int64_t clamp_tap(int64_t i0, int k, int64_t in) {
+  const int64_t i = i0 - 1 + k;
+  return i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+}
+
+// Everything one destination index contributes along one axis: the floor index and four weights.
+template <typename acc_t>
+struct AxisTaps {
+  int64_t i0;
+  acc_t w[4];
+};
+
+template <typename acc_t>
+RBG_FUNC AxisTaps<acc_t> axis_taps(acc_t scale, int64_t dst, int64_t in, bool align_corners) {
+  AxisTaps<acc_t> taps;
+  acc_t t;
+  index_and_lambda<acc_t>(source_index<acc_t>(scale, dst, align_corners), in, taps.i0, t);
+  cubic_coefficients<acc_t>(taps.w, t);
+  return taps;
+}
+
+}  // namespace rbg

@@ -1,0 +1,58 @@
+// Python module torch_resize_bicubic._C: importing it runs the TORCH_LIBRARY registrations, and it exposes
+// the host-only helpers (shared validation for the fake kernels, NPU tiling, the kernel launch emulator).
+#include <torch/extension.h>
+
+#include "op_host/resize_bicubic_v2_grad_checks.h"
+
+namespace py = pybind11;
+
+namespace {
+
+rbg::TensorInfo info(const std::vector<int64_t>& shape, const std::string& dtype, const std::string& device) {
+  static const std::map<std::string, rbg::DType> kTypes = {{"torch.float16", rbg::DType::Float16},
+                                                           {"torch.bfloat16", rbg::DType::BFloat16},
+                                                           {"torch.float32", rbg::DType::Float32},
+                                                           {"torch.float64", rbg::DType::Float64}};
+  auto it = kTypes.find(dtype);
+  return {shape, it == kTypes.end() ? rbg::DType::Unsupported : it->second, dtype, device};
+}
+
+}  // namespace
+
+
+
+PYBIND11_MODULE(_C, m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const rbg::ArgError& e) {
+      PyObject* type = e.kind == rbg::ErrorKind::Value  ? PyExc_ValueError
+                       : e.kind == rbg::ErrorKind::Type ? PyExc_TypeError
+                                                        : PyExc_RuntimeError;
+      PyErr_SetString(type, e.what());
+    }
+  });
+  m.def(
+      "check_resize_bicubic_v2_grad",
+      [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,
+         const std::vector<int64_t>& is, const std::string& id, const std::string& idev,
+         const std::vector<double>& scales) {
+        return rbg::check_resize_bicubic_v2_grad(info(gs, gd, gdev), info(is, id, idev), scales);
+      },
+      "Shared validation of cann::resize_bicubic_v2_grad; returns the output shape.");
+  m.def(
+      "check_upsample_bicubic2d_backward",
+      [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,
+         const std::vector<int64_t>& output_size, const std::vector<int64_t>& input_size, double sh, double sw) {
+        return rbg::check_upsample_bicubic2d_backward(info(gs, gd, gdev), output_size, input_size, sh, sw);
+      },
+      "Shared validation of cann::upsample_bicubic2d_backward; returns the output shape.");
+  m.def(
+      "check_resize_bicubic_v2",
+      [](const std::vector<int64_t>& s, const std::string& d, const std::string& dev,
+         const std::vector<int64_t>& size, const std::vector<double>& scales) {
+        return rbg::check_resize_bicubic_v2(info(s, d, dev), size, scales);
+      },
+      "Shared validation of cann::resize_bicubic_v2; returns the output shape.");
+
+}

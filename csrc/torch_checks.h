@@ -1,0 +1,44 @@
+// Bridges at::Tensor arguments to the shared validation in op_host/ and turns its errors into the
+// Python exception types PyTorch users expect (ValueError, TypeError, RuntimeError).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include <string>
+#include <utility>
+
+#include "op_host/resize_bicubic_v2_grad_checks.h"
+
+namespace rbg {
+
+inline DType to_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return DType::Float16;
+    case at::kBFloat16: return DType::BFloat16;
+    case at::kFloat: return DType::Float32;
+    case at::kDouble: return DType::Float64;
+    default: return DType::Unsupported;
+  }
+}
+
+inline TensorInfo tensor_info(const at::Tensor& t) {
+  return TensorInfo{t.sizes().vec(), to_dtype(t.scalar_type()), std::string(c10::toString(t.scalar_type())),
+                    t.device().str()};
+}
+
+// Runs a validation callable, re-raising rbg::ArgError as the matching c10 error.
+template <typename F>
+auto checked(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ArgError& e) {
+    switch (e.kind) {
+      case ErrorKind::Value: TORCH_CHECK_VALUE(false, e.what());
+      case ErrorKind::Type: TORCH_CHECK_TYPE(false, e.what());
+      default: TORCH_CHECK(false, e.what());
+    }
+  }
+}
+
+}  // namespace rbg

@@ -1,0 +1,96 @@
+"""Oracles and comparison helpers: PyTorch's own CPU kernel is the reference."""
+import torch
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+MANTISSA_BITS = {torch.float16: 10, torch.bfloat16: 7}
+MIN_SUBNORMAL_EXP = {torch.float16: -24, torch.bfloat16: -133}
+
+
+def aten_backward(grads, in_hw, align_corners, scales=(None, None), dtype=None):
+    """PyTorch's CPU upsample_bicubic2d_backward, optionally in another dtype (float64 for references)."""
+    g = grads if dtype is None else grads.to(dtype)
+    n, c, oh, ow = g.shape
+    return torch.ops.aten.upsample_bicubic2d_backward(g.contiguous(), [oh, ow], [n, c, *in_hw], align_corners,
+                                                      scales[0], scales[1])
+
+
+def ulp(ref: torch.Tensor, dtype) -> torch.Tensor:
+    """One unit in the last place of `dtype` at the float64 values `ref`."""
+    mag = ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    exp = torch.floor(torch.log2(mag))
+    step = torch.pow(2.0, exp - MANTISSA_BITS[dtype])
+    return torch.clamp(step, min=2.0 ** MIN_SUBNORMAL_EXP[dtype])
+
+
+def axis_matrix(out_len, in_len, align_corners, scale):
+    """The (out_len, in_len) 1-D resampling matrix of one axis in float64, read off PyTorch's kernel.
+    (W goes 1 -> 2 so that the same-size copy rule never applies; its weights sum to 1.)"""
+    eye = torch.eye(out_len, dtype=torch.float64).reshape(out_len, 1, out_len, 1)
+    cols = torch.ops.aten.upsample_bicubic2d_backward(eye, [out_len, 1], [out_len, 1, in_len, 2], align_corners,
+                                                      scale, None)
+    return cols.sum(-1).reshape(out_len, in_len)
+
+
+def magnitude_of_terms(grads, in_hw, align_corners, scales):
+    """Sum over all contributions of |g * wy * wx|: the scale of float32 accumulation error per element."""
+    n, c, oh, ow = grads.shape
+    wh = axis_matrix(oh, in_hw[0], align_corners, scales[0]).abs()
+    ww = axis_matrix(ow, in_hw[1], align_corners, scales[1]).abs()
+    return torch.einsum("oi,ncop,pj->ncij", wh, grads.double().abs(), ww)
+
+
+def assert_within_one_ulp(actual, grads, in_hw, align_corners, scales):
+    """One ulp of the float64 reference, plus what float32 arithmetic itself costs.
+
+    The contract accumulates float16/bfloat16 in float32 (as PyTorch does). Where terms cancel, or where a
+    weight is tiny and its coordinate is rounded to float32, the exact float32 computation is already many
+    ulps of the result away from float64; PyTorch's own kernel shows it (measured 16 ulp off on a
+    (1,1,12,25) -> (28,4) case summing to 1e-4 from terms of size 1). So the bound is one ulp, plus twice
+    PyTorch's float32 deviation from float64 at that element, plus a summation-order term."""
+    ref64 = aten_backward(grads, in_hw, align_corners, scales, torch.float64)
+    ref32 = aten_backward(grads, in_hw, align_corners, scales, torch.float32)
+    dtype = actual.dtype
+    diff = (actual.double() - ref64).abs()
+    float32_deviation = (ref32.double() - ref64).abs()
+    order = 16 * torch.finfo(torch.float32).eps * magnitude_of_terms(grads, in_hw, align_corners, scales)
+    bound = ulp(ref64, dtype) + 2 * float32_deviation + order
+    bad = diff > bound
+    assert not bad.any(), (f"{int(bad.sum())} elements off by more than 1 ulp of {dtype}; worst "
+                           f"diff {diff[bad].max().item()} at ref {ref64[bad][diff[bad].argmax()].item()}")
+
+
+def assert_matches_reference(actual: torch.Tensor, grads: torch.Tensor, in_hw, align_corners, scales=(None, None)):
+    """float32/float64 against PyTorch in the same dtype (up to summation order); float16/bfloat16 within
+    one ulp of a float64 reference."""
+    if actual.numel() == 0:
+        assert actual.shape == (grads.shape[0], grads.shape[1], *in_hw)
+        return
+    if actual.dtype in LOW_PRECISION:
+        assert_within_one_ulp(actual, grads, in_hw, align_corners, scales)
+        return
+    expected = aten_backward(grads, in_hw, align_corners, scales)
+    ref64 = aten_backward(grads, in_hw, align_corners, scales, torch.float64)
+    eps = torch.finfo(actual.dtype).eps
+    # Both kernels round differently only through the order of their sums.
+    tol = 64 * eps * (1 + ref64.abs().max().item())
+    torch.testing.assert_close(actual, expected, rtol=0, atol=tol)
+
+
+def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values in another memory layout."""
+    if layout == "contiguous":
+        return t.contiguous()
+    if layout == "channels_last":
+        return t.contiguous(memory_format=torch.channels_last)
+    if layout == "sliced":  # every other column of a wider tensor
+        n, c, h, w = t.shape
+        big = torch.zeros(n, c, h, 2 * w, dtype=t.dtype)
+        big[..., ::2] = t
+        return big[..., ::2]
+    if layout == "transposed":  # H and W swapped in memory
+        return t.transpose(2, 3).contiguous().transpose(2, 3)
+    raise ValueError(layout)
+
+
+LAYOUTS = ["contiguous", "channels_last", "sliced", "transposed"]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

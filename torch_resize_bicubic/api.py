@@ -1,0 +1,106 @@
+"""The Python API: an ``F.interpolate``-style bicubic resize and the two gradient entry points."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+
+_Pair = Union[int, Sequence[int]]
+_FPair = Union[float, Sequence[float]]
+
+
+def _pair(value, name: str, kinds) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError(f"{name} must be a scalar or a pair (H, W) for 4-D input, got {list(value)}")
+        values = list(value)
+    else:
+        values = [value, value]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, kinds):
+            raise TypeError(f"{name} must contain {' or '.join(k.__name__ for k in kinds)} values, got {values}")
+    return values
+
+
+def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_factor: Optional[_FPair] = None,
+                   align_corners: Optional[bool] = False,
+                   recompute_scale_factor: Optional[bool] = None) -> torch.Tensor:
+    """Bicubic resize of a 4-D tensor, as ``F.interpolate(input, size, scale_factor, mode="bicubic", ...)``.
+
+    Forward values equal PyTorch's; the gradient runs through ``cann::resize_bicubic_v2_grad``.
+
+    Args:
+        input: (N, C, H, W) tensor, contiguous or channels_last; float16, bfloat16, float32 or float64.
+        size: output (H, W), or one int for both.
+        scale_factor: output / input ratio, a float or a pair. Exactly one of ``size`` and ``scale_factor``.
+        align_corners: as in ``F.interpolate`` (``None`` means False).
+        recompute_scale_factor: if True, the scale is recomputed from the floored output size, as in
+            ``F.interpolate``; not allowed together with ``size``.
+    """
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"input must be a torch.Tensor, got {type(input).__name__}")
+    if input.dim() != 4:
+        raise ValueError(f"input must be a 4-D tensor (N, C, H, W) for bicubic mode, got {input.dim()}-D")
+    align = bool(align_corners) if align_corners is not None else False
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+
+    scales = [0.0, 0.0]
+    if size is not None:
+        out_size = _pair(size, "size", (int, torch.SymInt))
+    else:
+        factors = [float(f) for f in _pair(scale_factor, "scale_factor", (int, float, torch.SymFloat))]
+        for f in factors:
+            if not math.isfinite(f) or f <= 0:
+                raise ValueError(f"scale_factor must be finite and positive, got {factors}")
+        out_size = [torch.sym_int(math.floor(input.shape[i + 2] * f)) if isinstance(input.shape[i + 2], int)
+                    else torch.sym_int(input.shape[i + 2] * f) for i, f in enumerate(factors)]
+        if _all_int(out_size) and min(out_size) <= 0:
+            raise ValueError(f"scale_factor {factors} gives an empty output size {out_size} for input "
+                             f"spatial size {list(input.shape[2:])}")
+        if not recompute_scale_factor:
+            scales = factors
+    if _all_int(out_size) and min(out_size) <= 0:
+        raise ValueError(f"size must be positive, got {out_size}")
+    return torch.ops.cann.resize_bicubic_v2(input, out_size, align, scales)
+
+
+def _all_int(values) -> bool:
+    return all(isinstance(v, int) for v in values)
+
+
+def resize_bicubic_v2_grad(grads: torch.Tensor, original_image: torch.Tensor, align_corners: bool = False,
+                           scales: Tuple[float, float] = (0.0, 0.0)) -> torch.Tensor:
+    """Gradient of a bicubic resize with respect to its input (CANN ``ResizeBicubicV2Grad``).
+
+    Args:
+        grads: (N, C, OH, OW) gradient of the resized image.
+        original_image: the image before resizing; only its shape (N, C, H, W) is read.
+        align_corners: as in the forward resize.
+        scales: (scale_h, scale_w) = grads size / image size, used when > 0 and not ``align_corners``.
+
+    Returns:
+        A tensor shaped like ``original_image`` with the dtype and memory format of ``grads``.
+    """
+    return torch.ops.cann.resize_bicubic_v2_grad(grads, original_image, align_corners, list(scales))
+
+
+def upsample_bicubic2d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
+                                align_corners: bool, scales_h: Optional[float] = None,
+                                scales_w: Optional[float] = None) -> torch.Tensor:
+    """``aten::upsample_bicubic2d_backward`` semantics (aclnn ``UpsampleBicubic2dBackward`` form).
+
+    Args:
+        grad_output: (N, C, H_out, W_out) gradient.
+        output_size: (H_out, W_out).
+        input_size: (N, C, H_in, W_in).
+        align_corners: as in the forward resize.
+        scales_h, scales_w: the forward's scale factors, or None.
+    """
+    return torch.ops.cann.upsample_bicubic2d_backward(grad_output, list(output_size), list(input_size),
+                                                      align_corners, scales_h, scales_w)
