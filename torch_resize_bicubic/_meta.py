@@ -19,7 +19,7 @@ def is_channels_last(t: torch.Tensor) -> bool:
 
 def _new_output(grads: torch.Tensor, shape: Sequence) -> torch.Tensor:
     fmt = torch.channels_last if is_channels_last(grads) else torch.contiguous_format
-    return grads.new_empty(list(shape), memory_format=fmt)
+    return torch.empty(list(shape), dtype=grads.dtype, device=grads.device, memory_format=fmt)
 
 
 # ---- fake kernels: the shared C++ validation runs whenever the shapes are concrete ----------------------
@@ -49,7 +49,8 @@ def _resize_bicubic_v2_fake(images, size, align_corners=False, scales=(0.0, 0.0)
         _C.check_resize_bicubic_v2(list(images.shape), str(images.dtype), str(images.device), list(size),
                                    list(scales))
     fmt = torch.channels_last if is_channels_last(images) else torch.contiguous_format
-    return images.new_empty([images.shape[0], images.shape[1], size[0], size[1]], memory_format=fmt)
+    return torch.empty([images.shape[0], images.shape[1], size[0], size[1]], dtype=images.dtype,
+                       device=images.device, memory_format=fmt)
 
 
 # ---- autograd -------------------------------------------------------------------------------------------

@@ -1,0 +1,34 @@
+"""CPU results are bitwise identical across repeated calls and thread counts (DESIGN §3 Determinism),
+including the task partitions of the parallel kernel: one huge plane, many tiny planes, odd sizes."""
+import pytest
+import torch
+
+import torch_resize_bicubic as trb
+from helpers import assert_matches_reference, make_layout
+
+CASES = [
+    # (grads shape, image H, W, align, scales)
+    ((1, 1, 300, 257), (151, 129), False, (0.0, 0.0)),   # N*C = 1: row blocks of one plane
+    ((1, 1, 97, 1031), (211, 517), True, (0.0, 0.0)),    # one wide plane, upsampling H
+    ((64, 33, 5, 7), (3, 11), False, (1.7, 1.3)),        # many tiny planes
+    ((3, 5, 173, 131), (100, 75), True, (0.0, 0.0)),     # odd sizes
+    ((2, 300, 9, 13), (17, 5), False, (0.0, 0.0)),       # many channels (channels_last channel blocks)
+    ((1, 1, 2048, 3), (2, 3), False, (0.0, 0.0)),        # extreme H reduction, same W
+]
+
+
+@pytest.mark.parametrize("shape,in_hw,align,scales", CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, layout):
+    g = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(dtype), layout)
+    image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
+    results = []
+    for threads in (1, 2, 3, 4):
+        torch.set_num_threads(threads)
+        results.append(trb.resize_bicubic_v2_grad(g, image, align, scales))
+        results.append(trb.resize_bicubic_v2_grad(g, image, align, scales))
+    for r in results[1:]:
+        assert torch.equal(r, results[0])
+    assert_matches_reference(results[0], g.contiguous(), in_hw, align,
+                             tuple(s if s > 0 else None for s in scales))
