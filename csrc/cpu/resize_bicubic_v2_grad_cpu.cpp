@@ -60,6 +60,50 @@ RBG_MULTIVERSION void narrow(c10::Half* __restrict y, const float* __restrict x,
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
 }
 
+// W pass of one grads row: row[i] = sum over the (o, w) pairs of i of g[o * stride] * w, in list order.
+template <typename acc_t>
+RBG_MULTIVERSION void w_pass_gather(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
+                                    const int64_t* __restrict ptr, const int64_t* __restrict src,
+                                    const acc_t* __restrict w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    acc_t acc = 0;
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) acc += g[src[e] * stride] * w[e];
+    row[i] = acc;
+  }
+}
+
+// W pass by scatter: the same sums in the same order, faster when grads rows are shorter than output rows.
+template <typename acc_t>
+RBG_MULTIVERSION void w_pass_scatter(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
+                                     const int64_t* __restrict tap, const acc_t* __restrict w, int64_t n_out,
+                                     int64_t n_in) {
+  for (int64_t i = 0; i < n_out; ++i) row[i] = 0;
+  for (int64_t o = 0; o < n_in; ++o) {
+    const acc_t v = g[o * stride];
+    row[tap[4 * o + 0]] += v * w[4 * o + 0];
+    row[tap[4 * o + 1]] += v * w[4 * o + 1];
+    row[tap[4 * o + 2]] += v * w[4 * o + 2];
+    row[tap[4 * o + 3]] += v * w[4 * o + 3];
+  }
+}
+
+// The same for channels_last rows: `channels` contiguous values per position, positions `stride` apart.
+template <typename acc_t>
+RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
+                                             int64_t channels, const int64_t* __restrict ptr,
+                                             const int64_t* __restrict src, const acc_t* __restrict w,
+                                             int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    acc_t* __restrict out = row + i * channels;
+    for (int64_t c = 0; c < channels; ++c) out[c] = 0;
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const acc_t* __restrict in = g + src[e] * stride;
+      const acc_t we = w[e];
+      for (int64_t c = 0; c < channels; ++c) out[c] += in[c] * we;
+    }
+  }
+}
+
 // ---- per-axis tables ---------------------------------------------------------------------------------
 
 // The banded 1-D resampling matrix of one axis: for every grads index o, four clamped taps and weights,
@@ -70,6 +114,10 @@ struct AxisTable {
   std::vector<int64_t> tap;  // 4 per o, clamped to [0, in - 1]
   std::vector<acc_t> w;      // 4 per o
   std::vector<int64_t> tap_lo, tap_hi;  // smallest / largest tap of o
+  // The transpose, for gathering: the (o, weight) pairs of output index i, in ascending o then tap order,
+  // i.e. exactly the order in which a scatter over o would add them.
+  std::vector<int64_t> inv_ptr, inv_src;
+  std::vector<acc_t> inv_w;
 
   AxisTable(int64_t in_, int64_t out_, bool align_corners, double user_scale) : in(in_), out(out_) {
     const acc_t scale = area_pixel_scale<acc_t>(in, out, align_corners, user_scale);
@@ -85,6 +133,17 @@ struct AxisTable {
       }
       tap_lo[o] = tap[4 * o];
       tap_hi[o] = tap[4 * o + 3];
+    }
+    inv_ptr.assign(in + 1, 0);
+    for (int64_t e = 0; e < 4 * out; ++e) ++inv_ptr[tap[e] + 1];
+    for (int64_t i = 0; i < in; ++i) inv_ptr[i + 1] += inv_ptr[i];
+    inv_src.resize(4 * out);
+    inv_w.resize(4 * out);
+    std::vector<int64_t> fill(inv_ptr.begin(), inv_ptr.end() - 1);
+    for (int64_t e = 0; e < 4 * out; ++e) {
+      const int64_t slot = fill[tap[e]]++;
+      inv_src[slot] = e / 4;
+      inv_w[slot] = w[e];
     }
   }
 
@@ -140,8 +199,7 @@ void grad_planes(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
       int64_t oy0, oy1;
       th.contributors(iy0, iy1, oy0, oy1);
       for (int64_t oy = oy0; oy < oy1; ++oy) {
-        // W pass: scatter grads row oy into the row buffer, every tap separately.
-        std::fill(row.begin(), row.end(), acc_t(0));
+        // W pass: grads row oy into the row buffer, every tap separately (0 * inf stays NaN).
         const scalar_t* gr = gp + oy * sh;
         const acc_t* gv;
         int64_t gstride;
@@ -157,20 +215,15 @@ void grad_planes(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
           gv = grow.data();
           gstride = 1;
         }
-        const int64_t* xt = tw.tap.data();
-        const acc_t* xw = tw.w.data();
-        acc_t* r = row.data();
-        for (int64_t ox = 0; ox < OW; ++ox) {
-          const acc_t v = gv[ox * gstride];
-          r[xt[4 * ox + 0]] += v * xw[4 * ox + 0];
-          r[xt[4 * ox + 1]] += v * xw[4 * ox + 1];
-          r[xt[4 * ox + 2]] += v * xw[4 * ox + 2];
-          r[xt[4 * ox + 3]] += v * xw[4 * ox + 3];
+        if (OW <= IW) {
+          w_pass_scatter(row.data(), gv, gstride, tw.tap.data(), tw.w.data(), IW, OW);
+        } else {
+          w_pass_gather(row.data(), gv, gstride, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
         }
         // H pass: add the row into the output rows of this task that its taps reach.
         for (int k = 0; k < 4; ++k) {
           const int64_t iy = th.tap[4 * oy + k];
-          if (iy >= iy0 && iy < iy1) axpy(yb + (iy - iy0) * IW, r, th.w[4 * oy + k], IW);
+          if (iy >= iy0 && iy < iy1) axpy(yb + (iy - iy0) * IW, row.data(), th.w[4 * oy + k], IW);
         }
       }
       if constexpr (!direct) narrow(y + (p * IH + iy0) * IW, yb, (iy1 - iy0) * IW);
@@ -200,7 +253,7 @@ void grad_channels_last(const at::Tensor& grads, at::Tensor& out, const AxisTabl
 
   at::parallel_for(0, N * cblocks * rblocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> row(IW * cblock);
-    std::vector<acc_t> gconv(direct ? 0 : cblock);
+    std::vector<acc_t> gconv(direct ? 0 : OW * cblock);
     const bool buffered = !direct || cblock != C;
     std::vector<acc_t> acc(buffered ? rows * IW * cblock : 0);
     for (int64_t task = begin; task < end; ++task) {
@@ -216,20 +269,16 @@ void grad_channels_last(const at::Tensor& grads, at::Tensor& out, const AxisTabl
       int64_t oy0, oy1;
       th.contributors(iy0, iy1, oy0, oy1);
       for (int64_t oy = oy0; oy < oy1; ++oy) {
-        std::fill(row.begin(), row.begin() + row_len, acc_t(0));
         const scalar_t* gr = g + n * sn + oy * sh + c0;
-        for (int64_t ox = 0; ox < OW; ++ox) {
-          const acc_t* gv;
-          if constexpr (direct) {
-            gv = gr + ox * sw;
-          } else {
-            widen(gconv.data(), gr + ox * sw, cb);
-            gv = gconv.data();
-          }
-          for (int k = 0; k < 4; ++k) {
-            axpy(row.data() + tw.tap[4 * ox + k] * cb, gv, tw.w[4 * ox + k], cb);
-          }
+        const acc_t* gv;
+        if constexpr (direct) {
+          gv = gr;
+        } else {
+          for (int64_t ox = 0; ox < OW; ++ox) widen(gconv.data() + ox * cb, gr + ox * sw, cb);
+          gv = gconv.data();
         }
+        w_pass_gather_channels(row.data(), gv, direct ? sw : cb, cb, tw.inv_ptr.data(), tw.inv_src.data(),
+                               tw.inv_w.data(), IW);
         for (int k = 0; k < 4; ++k) {
           const int64_t iy = th.tap[4 * oy + k];
           if (iy >= iy0 && iy < iy1) axpy(yb + (iy - iy0) * row_len, row.data(), th.w[4 * oy + k], row_len);
