@@ -3,6 +3,7 @@
 #include <torch/extension.h>
 
 #include "op_host/resize_bicubic_v2_grad_checks.h"
+#include "op_host/resize_bicubic_v2_grad_tiling.h"
 
 namespace py = pybind11;
 
@@ -54,5 +55,27 @@ PYBIND11_MODULE(_C, m) {
         return rbg::check_resize_bicubic_v2(info(s, d, dev), size, scales);
       },
       "Shared validation of cann::resize_bicubic_v2; returns the output shape.");
+  m.def(
+      "npu_tiling",
+      [](const std::vector<int64_t>& grads_shape, const std::vector<int64_t>& image_shape, const std::string& dtype,
+         const std::string& data_format, bool align_corners, const std::vector<double>& scales, int64_t core_num,
+         int64_t ub_size, int64_t ub_block_size, bool deterministic) {
+        rbg::TilingInput in;
+        in.grads_shape = grads_shape;
+        in.image_shape = image_shape;
+        in.dtype = in.image_dtype = info({}, dtype, "").dtype;
+        in.dtype_name = dtype;
+        in.data_format = data_format;
+        in.align_corners = align_corners;
+        in.scales.assign(scales.begin(), scales.end());
+        for (double s : scales) rbg::check_scale_value("scales", s);
+        in.core_num = core_num;
+        in.ub_size = ub_size;
+        in.ub_block_size = ub_block_size;
+        in.deterministic = deterministic;
+        const rbg::TilingResult r = rbg::compute_tiling(in);
+        return py::make_tuple(r.tiling_key, r.block_dim, r.workspace_size, r.fields());
+      },
+      "CANN's host tiling of ResizeBicubicV2Grad: (tiling_key, block_dim, workspace_size, fields).");
 
 }

@@ -10,10 +10,13 @@ See README.md for the API and ``DESIGN.md`` for the contract.
 from . import _C  # noqa: F401  (registers the ops)
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
+from .npu import NpuTiling, npu_tiling
 
 __all__ = [
     "resize_bicubic",
     "resize_bicubic_v2_grad",
     "upsample_bicubic2d_backward",
+    "npu_tiling",
+    "NpuTiling",
 ]
 __version__ = "0.1.0"
