@@ -4,6 +4,8 @@
 
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
+#include "emulator/npu_emulator.h"
+#include "torch_checks.h"
 
 namespace py = pybind11;
 
@@ -77,5 +79,27 @@ PYBIND11_MODULE(_C, m) {
         return py::make_tuple(r.tiling_key, r.block_dim, r.workspace_size, r.fields());
       },
       "CANN's host tiling of ResizeBicubicV2Grad: (tiling_key, block_dim, workspace_size, fields).");
+  m.def(
+      "emulate_npu_kernel",
+      [](const at::Tensor& grads, const std::vector<int64_t>& image_shape, const std::string& data_format,
+         bool align_corners, const std::vector<double>& scales, int64_t core_num, bool deterministic,
+         bool force_idx64) {
+        rbg::TilingInput in;
+        in.grads_shape = grads.sizes().vec();
+        in.image_shape = image_shape;
+        in.dtype = in.image_dtype = rbg::to_dtype(grads.scalar_type());
+        in.dtype_name = std::string(c10::toString(grads.scalar_type()));
+        in.data_format = data_format;
+        in.align_corners = align_corners;
+        in.scales.assign(scales.begin(), scales.end());
+        for (double s : scales) rbg::check_scale_value("scales", s);
+        in.core_num = core_num;
+        in.deterministic = deterministic;
+        in.force_idx64 = force_idx64;
+        rbg::TilingResult r;
+        at::Tensor y = rbg::emu::emulate(grads, in, r);
+        return py::make_tuple(y, r.tiling_key, r.block_dim, r.workspace_size, r.fields());
+      },
+      "Runs the Ascend C kernel bodies on the CPU: (y, tiling_key, block_dim, workspace_size, fields).");
 
 }

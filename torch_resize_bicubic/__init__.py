@@ -10,7 +10,7 @@ See README.md for the API and ``DESIGN.md`` for the contract.
 from . import _C  # noqa: F401  (registers the ops)
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
-from .npu import NpuTiling, npu_tiling
+from .npu import NpuTiling, emulate_npu_kernel, npu_tiling
 from .override import aten_override_enabled, disable_aten_override, enable_aten_override
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "resize_bicubic_v2_grad",
     "upsample_bicubic2d_backward",
     "npu_tiling",
+    "emulate_npu_kernel",
     "enable_aten_override",
     "disable_aten_override",
     "aten_override_enabled",

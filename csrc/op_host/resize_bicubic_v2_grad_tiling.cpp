@@ -117,7 +117,7 @@ CoreSplit split_over_cores(int64_t total, int64_t core_num) {
 
 TilingResult compute_tiling(const TilingInput& in) {
   const Dims d = validate(in);
-  const bool idx32 = use_idx32(d);
+  const bool idx32 = use_idx32(d) && !in.force_idx64;
   TilingResult r;
 
   // Priority 1000: AllCopy, when the spatial sizes are equal (scales and align_corners are ignored).

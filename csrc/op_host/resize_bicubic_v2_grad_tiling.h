@@ -27,6 +27,7 @@ struct TilingInput {
   int64_t ub_size = 262144;
   int64_t ub_block_size = 32;
   bool deterministic = false;
+  bool force_idx64 = false;  // testing: take the 64-bit-index kernels on small data
 };
 
 struct TilingResult {

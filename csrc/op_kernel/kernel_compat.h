@@ -1,0 +1,65 @@
+// The few things a kernel body needs from Ascend C, so that the same body compiles with bisheng for the
+// NPU (RBG_ASCENDC defined by the CANN build) and as plain C++ for the host launch emulator.
+// Nothing else of the Ascend C library is emulated: kernels use only these names.
+#pragma once
+
+#if defined(RBG_ASCENDC)
+
+#include "kernel_operator.h"
+#include "simt_api/asc_simt.h"
+
+#define RBG_GM __gm__
+#define RBG_AICORE __aicore__ inline
+#define RBG_SIMT_VF(threads) __simt_vf__ __aicore__ LAUNCH_BOUND(threads) inline
+#define RBG_FUNC __simt_callee__ __aicore__ inline __attribute__((always_inline))
+#define RBG_FLOOR_TO_FLOAT(x) floorf(static_cast<float>(x))
+#define RBG_VF_CALL(fn, threads, ...) asc_vf_call<fn>(dim3(threads), __VA_ARGS__)
+#define RBG_THREAD_IDX (threadIdx.x)
+#define RBG_BLOCK_DIM (blockDim.x)
+#define RBG_ATOMIC_ADD(ptr, value) asc_atomic_add((ptr), (value))
+using rbg_half = half;
+using rbg_bf16 = bfloat16_t;
+
+#else  // host emulation
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
+#define RBG_GM
+#define RBG_AICORE inline
+#define RBG_SIMT_VF(threads) inline
+#define RBG_THREAD_IDX (::rbg::emu::current_thread.x)
+#define RBG_BLOCK_DIM (::rbg::emu::current_thread.dim)
+#define RBG_VF_CALL(fn, threads, ...) ::rbg::emu::vf_call<fn>((threads), __VA_ARGS__)
+#define RBG_ATOMIC_ADD(ptr, value) ::rbg::emu::atomic_add((ptr), (value))
+using rbg_half = c10::Half;
+using rbg_bf16 = c10::BFloat16;
+
+namespace rbg::emu {
+
+struct ThreadIndex {
+  uint32_t x = 0, dim = 1;
+};
+inline thread_local ThreadIndex current_thread;
+
+// A SIMT VF launch: every thread of the block runs the body, one after the other.
+template <auto fn, typename... Args>
+void vf_call(uint32_t threads, Args... args) {
+  for (uint32_t t = 0; t < threads; ++t) {
+    current_thread = {t, threads};
+    fn(args...);
+  }
+  current_thread = {};
+}
+
+// An atomic add in the output dtype: the sum is rounded to T after every add, as on the device.
+template <typename T>
+void atomic_add(T* ptr, T value) {
+  *ptr = static_cast<T>(static_cast<float>(*ptr) + static_cast<float>(value));
+}
+
+}  // namespace rbg::emu
+
+#endif
