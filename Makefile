@@ -25,6 +25,7 @@ demo: install
 
 test: install
 	$(VPY) -m pytest -q tests
+	PY=$(VPY) bash tools/check_npu_glue.sh
 
 bench: install
 	$(VPY) benchmarks/bench_cpu.py

@@ -1,0 +1,122 @@
+// PrivateUse1 (NPU) implementations of the cann ops: shared validation, CANN's tiling on the host (core count
+// from the device, deterministic flag from PyTorch), tiling data and workspace as NPU tensors, launch on the
+// current NPU stream inside OpCommand::RunOpApiV2 so it is ordered with torch_npu's own ops.
+// Compiled only in a CANN + torch_npu build; CI compile-checks it against the torch_npu wheel's headers.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "acl/acl.h"
+#include "op_host/resize_bicubic_v2_grad_tiling.h"
+#include "op_kernel/resize_bicubic_v2_grad_launch.h"
+#include "torch_checks.h"
+#include "torch_npu/csrc/core/npu/NPUStream.h"
+#include "torch_npu/csrc/framework/OpCommand.h"
+
+namespace rbg {
+at::Tensor resize_bicubic_v2_forward(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
+                                     at::ArrayRef<double> scales);
+}
+
+namespace rbg::npu {
+namespace {
+
+constexpr int64_t kUbSize950 = 262144;  // 256 KiB unified buffer per vector core on Ascend 950
+constexpr int64_t kUbBlockSize = 32;
+
+int64_t vector_core_num(c10::DeviceIndex device) {
+  int64_t cores = 0;
+  const aclError err = aclrtGetDeviceInfo(static_cast<uint32_t>(device), ACL_DEV_ATTR_VECTOR_CORE_NUM, &cores);
+  TORCH_CHECK(err == ACL_SUCCESS && cores > 0, "ResizeBicubicV2Grad: cannot read the vector core count (", err, ")");
+  return cores;
+}
+
+KernelDType kernel_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return KernelDType::Float32;
+    case at::kHalf: return KernelDType::Float16;
+    case at::kBFloat16: return KernelDType::BFloat16;
+    default: TORCH_CHECK_TYPE(false, "grads: the NPU supports float16, bfloat16 and float32, got ", t);
+  }
+}
+
+at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool align_corners, double sh, double sw) {
+  const c10::OptionalDeviceGuard guard(grads_in.device());
+  const int64_t N = grads_in.size(0), C = grads_in.size(1);
+  const bool nhwc = grads_in.is_contiguous(at::MemoryFormat::ChannelsLast) && !grads_in.is_contiguous();
+  const auto fmt = nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  at::Tensor out = at::empty({N, C, in_h, in_w}, grads_in.options().memory_format(fmt));
+  if (out.numel() == 0) return out;
+  const at::Tensor grads = grads_in.contiguous(fmt);
+
+  TilingInput in;
+  const auto storage = [&](int64_t h, int64_t w) {
+    return nhwc ? std::vector<int64_t>{N, h, w, C} : std::vector<int64_t>{N, C, h, w};
+  };
+  in.grads_shape = storage(grads.size(2), grads.size(3));
+  in.image_shape = storage(in_h, in_w);
+  in.dtype = in.image_dtype = to_dtype(grads.scalar_type());
+  in.dtype_name = c10::toString(grads.scalar_type());
+  in.data_format = nhwc ? "NHWC" : "NCHW";
+  in.align_corners = align_corners;
+  in.scales = {static_cast<float>(sh), static_cast<float>(sw)};
+  in.core_num = vector_core_num(grads.device().index());
+  in.ub_size = kUbSize950;
+  in.ub_block_size = kUbBlockSize;
+  in.deterministic = at::globalContext().deterministicAlgorithms();
+  const TilingResult tiling = checked([&] { return compute_tiling(in); });
+
+  const void* data = tiling.is_all_copy() ? static_cast<const void*>(&tiling.all_copy)
+                     : tiling.is_simt()   ? static_cast<const void*>(&tiling.simt)
+                                          : static_cast<const void*>(&tiling.determine);
+  const size_t bytes = tiling.is_all_copy() ? sizeof(tiling.all_copy)
+                       : tiling.is_simt()   ? sizeof(tiling.simt)
+                                            : sizeof(tiling.determine);
+  at::Tensor host_tiling = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+  std::memcpy(host_tiling.data_ptr(), data, bytes);
+  at::Tensor dev_tiling = host_tiling.to(grads.device());
+  at::Tensor workspace = at::empty({std::max<int64_t>(1, tiling.workspace_size / 4)},
+                                   grads.options().dtype(at::kFloat).memory_format(at::MemoryFormat::Contiguous));
+
+  const uint32_t block_dim = static_cast<uint32_t>(tiling.block_dim);
+  const int64_t key = tiling.tiling_key;
+  const KernelDType dtype = kernel_dtype(grads.scalar_type());
+  const void* g_ptr = grads.const_data_ptr();
+  void* y_ptr = out.data_ptr();
+  void* ws_ptr = workspace.data_ptr();
+  const void* t_ptr = dev_tiling.const_data_ptr();
+  auto stream = c10_npu::getCurrentNPUStream().stream(false);
+  at_npu::native::OpCommand::RunOpApiV2("ResizeBicubicV2Grad", [=]() -> int {
+    return launch_resize_bicubic_v2_grad(block_dim, stream, g_ptr, y_ptr, ws_ptr, t_ptr, key, dtype);
+  });
+  return out;
+}
+
+at::Tensor resize_bicubic_v2_grad_npu(const at::Tensor& grads, const at::Tensor& original_image, bool align_corners,
+                                      at::ArrayRef<double> scales) {
+  const auto shape = checked([&] {
+    return check_resize_bicubic_v2_grad(tensor_info(grads), tensor_info(original_image), scales.vec());
+  });
+  return run(grads, shape[2], shape[3], align_corners, scales[0], scales[1]);
+}
+
+at::Tensor upsample_bicubic2d_backward_npu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                           c10::SymIntArrayRef input_size, bool align_corners,
+                                           std::optional<double> scales_h, std::optional<double> scales_w) {
+  const double sh = scales_h.value_or(0.0), sw = scales_w.value_or(0.0);
+  const auto shape = checked([&] {
+    return check_upsample_bicubic2d_backward(tensor_info(grad_output), C10_AS_INTARRAYREF_SLOW(output_size).vec(),
+                                             C10_AS_INTARRAYREF_SLOW(input_size).vec(), sh, sw);
+  });
+  return run(grad_output, shape[2], shape[3], align_corners, sh, sw);
+}
+
+}  // namespace
+}  // namespace rbg::npu
+
+TORCH_LIBRARY_IMPL(cann, PrivateUse1, m) {
+  m.impl("resize_bicubic_v2_grad", &rbg::npu::resize_bicubic_v2_grad_npu);
+  m.impl("upsample_bicubic2d_backward", &rbg::npu::upsample_bicubic2d_backward_npu);
+  m.impl("resize_bicubic_v2", &rbg::resize_bicubic_v2_forward);
+}
