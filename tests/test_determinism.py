@@ -6,13 +6,22 @@ import torch
 import torch_resize_bicubic as trb
 from helpers import assert_matches_reference, make_layout
 
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
 CASES = [
     # (grads shape, image H, W, align, scales)
     ((1, 1, 300, 257), (151, 129), False, (0.0, 0.0)),   # N*C = 1: row blocks of one plane
     ((1, 1, 97, 1031), (211, 517), True, (0.0, 0.0)),    # one wide plane, upsampling H
     ((64, 33, 5, 7), (3, 11), False, (1.7, 1.3)),        # many tiny planes
     ((3, 5, 173, 131), (100, 75), True, (0.0, 0.0)),     # odd sizes
-    ((2, 300, 9, 13), (17, 5), False, (0.0, 0.0)),       # many channels (channels_last channel blocks)
+    ((2, 300, 9, 13), (17, 5), False, (0.0, 0.0)),       # many channels (channels_last vectorised along C)
+    ((2, 3, 129, 300), (261, 149), False, (0.0, 0.0)),   # few channels, W pass first (IH > OH)
+    ((1, 12, 61, 45), (30, 91), True, (0.0, 0.0)),       # 12 channels: one row per transposed block
     ((1, 1, 2048, 3), (2, 3), False, (0.0, 0.0)),        # extreme H reduction, same W
 ]
 
@@ -20,7 +29,7 @@ CASES = [
 @pytest.mark.parametrize("shape,in_hw,align,scales", CASES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, layout):
+def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, layout, restore_threads):
     g = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(dtype), layout)
     image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
     results = []

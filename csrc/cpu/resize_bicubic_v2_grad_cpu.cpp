@@ -1,28 +1,28 @@
 // Fast, deterministic CPU backend of ResizeBicubicV2Grad.
 //
 // The gradient is separable: dX = Wh^T . dY . Ww, with banded per-axis matrices built once per call from
-// the shared math header. For every grads row oy we first scatter along W into a row buffer (the
-// "W pass", taps kept separate so 0 * inf still gives NaN), then add that row, times each of its four H
-// weights, into the output rows it touches (the "H pass", a vectorised axpy).
+// the shared math header. An "H pass" combines rows (a vectorised axpy along each row) and a "W pass"
+// resamples each row along W, keeping every tap separate so 0 * inf still gives NaN. The W pass is
+// vectorised across channels (channels_last) or across a block of lines transposed in cache (see the
+// engine below), and the pass order is chosen from the shapes.
 //
-// Work is split into tasks of (plane or batch, block of output rows[, channel block]); each output element
-// belongs to exactly one task and its sum is always taken over grads rows in ascending order, taps in
-// order, so the result is bitwise identical for every thread count and block size.
-//
-// Extra memory: per task one row buffer (in_w floats, times the channel block for channels_last) plus,
-// when the output dtype is not the accumulation type, a float accumulator for the task's output rows.
-// The tasks that run at once never hold more than one float32 copy of the output, and never more than
-// one float32 copy of the larger of grads and output.
+// Work is split into tasks of (plane or image, block of output rows); each output element belongs to
+// exactly one task and its sum is always taken in one fixed order that depends only on the shapes, so the
+// result is bitwise identical for every thread count and block size.
 #include "resize_bicubic_v2_grad_cpu.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <vector>
 
@@ -50,44 +50,171 @@ RBG_MULTIVERSION void axpy(double* __restrict y, const double* __restrict x, dou
 RBG_MULTIVERSION void widen(float* __restrict y, const c10::BFloat16* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
 }
-RBG_MULTIVERSION void widen(float* __restrict y, const c10::Half* __restrict x, int64_t n) {
+
+// ---- x86 fast paths: pure data movement and exact IEEE conversions, so bit-identical to the loops ------
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define RBG_X86_FAST 1
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+// float16 <-> float32 with the F16C instructions of AVX-512 (round to nearest even, like c10::Half).
+__attribute__((target("avx512f"))) void widen_avx512(float* y, const c10::Half* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
+  for (; i < n; ++i) y[i] = static_cast<float>(x[i]);
+}
+__attribute__((target("avx512f"))) void narrow_avx512(c10::Half* y, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
+}
+
+// dst[o * dst_stride + l] = src[l * src_stride + o] for a 16 x 16 float tile: unpack pairs of rows, then
+// pairs of pairs, then regroup the 128-bit lanes twice.
+__attribute__((target("avx512f"))) void transpose16x16(float* dst, int64_t dst_stride, const float* src,
+                                                       int64_t src_stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // r[4i + j], 128-bit lane k: rows 4i..4i+3 of column 4k + j
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm512_storeu_ps(dst + j * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
+    _mm512_storeu_ps(dst + (8 + j) * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd));
+    _mm512_storeu_ps(dst + (4 + j) * dst_stride, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
+    _mm512_storeu_ps(dst + (12 + j) * dst_stride, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd));
+  }
+}
+#endif
+
+RBG_MULTIVERSION void widen_loop(float* __restrict y, const c10::Half* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+}
+RBG_MULTIVERSION void narrow_loop(c10::Half* __restrict y, const float* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
+}
+void widen(float* y, const c10::Half* x, int64_t n) {
+#ifdef RBG_X86_FAST
+  if (has_avx512()) return widen_avx512(y, x, n);
+#endif
+  widen_loop(y, x, n);
 }
 RBG_MULTIVERSION void narrow(c10::BFloat16* __restrict y, const float* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::BFloat16>(x[i]);
 }
-RBG_MULTIVERSION void narrow(c10::Half* __restrict y, const float* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
+void narrow(c10::Half* y, const float* x, int64_t n) {
+#ifdef RBG_X86_FAST
+  if (has_avx512()) return narrow_avx512(y, x, n);
+#endif
+  narrow_loop(y, x, n);
 }
 
-// W pass of one grads row: row[i] = sum over the (o, w) pairs of i of g[o * stride] * w, in list order.
+// Lines per transposed block: one 64-byte vector of the accumulation type.
 template <typename acc_t>
-RBG_MULTIVERSION void w_pass_gather(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
-                                    const int64_t* __restrict ptr, const int64_t* __restrict src,
-                                    const acc_t* __restrict w, int64_t n) {
+constexpr int64_t kLanes = 64 / sizeof(acc_t);
+
+// W pass of kLanes lines at once, in transposed form: in[o][lane] -> out[i][lane], where out[i] sums the
+// (o, weight) pairs of i in list order. Every lane does the same arithmetic, so a line's result does not
+// depend on which lane or block it lands in.
+template <typename acc_t>
+RBG_MULTIVERSION void w_pass_lanes(acc_t* __restrict out, const acc_t* __restrict in, const int64_t* __restrict ptr,
+                                   const int64_t* __restrict src, const acc_t* __restrict w, int64_t n) {
+  constexpr int64_t L = kLanes<acc_t>;
   for (int64_t i = 0; i < n; ++i) {
-    acc_t acc = 0;
-    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) acc += g[src[e] * stride] * w[e];
-    row[i] = acc;
+    acc_t acc[L] = {};
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const acc_t* __restrict s = in + src[e] * L;
+      const acc_t we = w[e];
+      for (int64_t l = 0; l < L; ++l) acc[l] += s[l] * we;
+    }
+    for (int64_t l = 0; l < L; ++l) out[i * L + l] = acc[l];
   }
 }
 
-// W pass by scatter: the same sums in the same order, faster when grads rows are shorter than output rows.
+// Transposes `lines` lines (line l starts at base + (l / cl) * row_len + l % cl, elements cl apart) into
+// blk[o][lane], and back. cl is 1 for NCHW rows and C for the interleaved channels of an NHWC row. Tiles
+// of kTile positions keep both sides of the transpose in L1; whole float tiles of NCHW rows go through
+// the AVX-512 transpose where the CPU has it.
+constexpr int64_t kTile = 16;
 template <typename acc_t>
-RBG_MULTIVERSION void w_pass_scatter(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
-                                     const int64_t* __restrict tap, const acc_t* __restrict w, int64_t n_out,
-                                     int64_t n_in) {
-  for (int64_t i = 0; i < n_out; ++i) row[i] = 0;
-  for (int64_t o = 0; o < n_in; ++o) {
-    const acc_t v = g[o * stride];
-    row[tap[4 * o + 0]] += v * w[4 * o + 0];
-    row[tap[4 * o + 1]] += v * w[4 * o + 1];
-    row[tap[4 * o + 2]] += v * w[4 * o + 2];
-    row[tap[4 * o + 3]] += v * w[4 * o + 3];
+RBG_MULTIVERSION void lines_to_lanes_loop(acc_t* __restrict blk, const acc_t* __restrict base, int64_t row_len,
+                                          int64_t cl, int64_t lines, int64_t o0, int64_t n) {
+  constexpr int64_t L = kLanes<acc_t>;
+  for (; o0 < n; o0 += kTile) {
+    const int64_t o1 = std::min(n, o0 + kTile);
+    for (int64_t l = 0; l < lines; ++l) {
+      const acc_t* __restrict line = base + (l / cl) * row_len + l % cl;
+      for (int64_t o = o0; o < o1; ++o) blk[o * L + l] = line[o * cl];
+    }
   }
 }
+template <typename acc_t>
+RBG_MULTIVERSION void lanes_to_lines_loop(acc_t* __restrict base, const acc_t* __restrict blk, int64_t row_len,
+                                          int64_t cl, int64_t lines, int64_t o0, int64_t n) {
+  constexpr int64_t L = kLanes<acc_t>;
+  for (; o0 < n; o0 += kTile) {
+    const int64_t o1 = std::min(n, o0 + kTile);
+    for (int64_t l = 0; l < lines; ++l) {
+      acc_t* __restrict line = base + (l / cl) * row_len + l % cl;
+      for (int64_t o = o0; o < o1; ++o) line[o * cl] = blk[o * L + l];
+    }
+  }
+}
+// Positions [0, return value) were transposed by whole 16 x 16 tiles.
+template <typename acc_t>
+int64_t transpose_tiles(acc_t* lanes, acc_t* lines_base, int64_t row_len, int64_t cl, int64_t lines, int64_t n,
+                        bool to_lanes) {
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (cl == 1 && lines == kLanes<float> && has_avx512()) {
+      const int64_t whole = n / 16 * 16;
+      for (int64_t o0 = 0; o0 < whole; o0 += 16) {
+        if (to_lanes) {
+          transpose16x16(lanes + o0 * 16, 16, lines_base + o0, row_len);
+        } else {
+          transpose16x16(lines_base + o0, row_len, lanes + o0 * 16, 16);
+        }
+      }
+      return whole;
+    }
+  }
+#endif
+  return 0;
+}
+template <typename acc_t>
+void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+  const int64_t done = transpose_tiles(blk, const_cast<acc_t*>(base), row_len, cl, lines, n, true);
+  lines_to_lanes_loop(blk, base, row_len, cl, lines, done, n);
+}
+template <typename acc_t>
+void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+  const int64_t done = transpose_tiles(const_cast<acc_t*>(blk), base, row_len, cl, lines, n, false);
+  lanes_to_lines_loop(base, blk, row_len, cl, lines, done, n);
+}
 
-// The same for channels_last rows: `channels` contiguous values per position, positions `stride` apart.
+// W pass of one channels_last row, vectorised along the channels: out[i][c] sums in[o][c] * w over the
+// (o, w) pairs of i in list order. `channels` contiguous values per position, positions `stride` apart.
 template <typename acc_t>
 RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t* __restrict g, int64_t stride,
                                              int64_t channels, const int64_t* __restrict ptr,
@@ -167,136 +294,132 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
   return std::min(in_h, std::max<int64_t>(rows, 4));
 }
 
-// ---- NCHW (and any strided layout) -------------------------------------------------------------------
+// ---- the engine ----------------------------------------------------------------------------------------
+//
+// A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
+// (channels_last). A task owns a block of output rows of one unit; the tasks never share an output element.
+//
+// The two passes can run in either order, and the cheaper one is chosen from the shapes (the choice depends
+// only on the shapes, never on the thread count):
+//  - H first (IH <= OH): sum the grads rows into float rows S[iy] = sum over (oy, k) with tap k of oy equal
+//    to iy, ascending, of wh * dY[oy] (a vectorised axpy along the row), then resample S along W;
+//  - W first (IH > OH): resample each contributing grads row along W, then add it, times each of its four
+//    H weights in order, into the output rows it reaches.
+// The W pass keeps every (o, k) term separate (0 * inf stays NaN) and vectorises across channels when a
+// row has at least one vector of them, otherwise across kLanes lines at once in transposed form.
+//
+// Extra memory per task, rows capped so that each buffer stays near 256 KiB: the float row block (S, or
+// the W-pass results), the float output rows when the output dtype is narrower, a widened grads row
+// block, and two transposed blocks of (OW or IW) x kLanes floats. With one task per thread in flight this
+// is a few MiB at most, well under one float32 copy of the larger of grads and output.
 
 template <typename scalar_t, typename acc_t>
-void grad_planes(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th,
-                 const AxisTable<acc_t>& tw) {
-  const int64_t C = grads.size(1);
-  const int64_t planes = grads.size(0) * C;
-  const int64_t OW = grads.size(3);
+void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th, const AxisTable<acc_t>& tw,
+                 bool channels_last) {
+  constexpr int64_t L = kLanes<acc_t>;
+  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
+  const int64_t N = grads.size(0), C = grads.size(1), OH = grads.size(2), OW = grads.size(3);
   const int64_t IH = out.size(2), IW = out.size(3);
   const int64_t sn = grads.stride(0), sc = grads.stride(1), sh = grads.stride(2), sw = grads.stride(3);
+  const int64_t cl = channels_last ? C : 1;
+  const int64_t units = channels_last ? N : N * C;
+  const int64_t in_row = OW * cl, out_row = IW * cl;  // elements per row of grads / of the output
+  const bool transposed = cl < L;
+  const int64_t group = transposed ? L / cl : 1;  // rows per W-pass step
+  const bool h_first = IH <= OH;
+  const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
+  const bool read_in_place = direct && contiguous_row;  // W-first reads float grads rows where they are
   const scalar_t* g = grads.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();  // contiguous NCHW
-  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
 
-  const int64_t rows = rows_per_task(planes, IH);
+  int64_t rows = rows_per_task(units, IH);
+  const int64_t widest = std::max(in_row, out_row) * static_cast<int64_t>(sizeof(acc_t));
+  rows = std::min(rows, std::max<int64_t>(group, (int64_t{256} << 10) / widest));
+  rows = std::min(IH, (rows + group - 1) / group * group);
   const int64_t blocks = (IH + rows - 1) / rows;
 
-  at::parallel_for(0, planes * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> row(IW);
-    std::vector<acc_t> grow(direct ? 0 : OW);
-    std::vector<acc_t> acc(direct ? 0 : rows * IW);
+  at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
+    // H first: rows of S; W first: the W-pass results of one group of grads rows.
+    std::vector<acc_t> mid(h_first ? rows * in_row : group * out_row);
+    std::vector<acc_t> gbuf(h_first ? (read_in_place ? 0 : in_row) : (read_in_place ? 0 : group * in_row));
+    std::vector<acc_t> lanes_in(transposed ? OW * L : 0, acc_t(0)), lanes_out(transposed ? IW * L : 0, acc_t(0));
+    std::vector<acc_t> obuf(direct ? 0 : rows * out_row);
+
+    // A grads row as contiguous floats (in place when it already is one).
+    auto grads_row = [&](const scalar_t* gr, acc_t* buf) -> const acc_t* {
+      if (contiguous_row) {
+        if constexpr (direct) {
+          return gr;
+        } else {
+          widen(buf, gr, in_row);
+          return buf;
+        }
+      }
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t c = 0; c < cl; ++c) buf[ox * cl + c] = static_cast<acc_t>(gr[ox * sw + c * sc]);
+      return buf;
+    };
+
+    // W pass of n rows: src rows src_stride apart (OW positions) -> dst rows out_row apart (IW positions).
+    auto w_pass_rows = [&](acc_t* dst, const acc_t* src, int64_t src_stride, int64_t n) {
+      if (!transposed) {
+        for (int64_t r = 0; r < n; ++r)
+          w_pass_gather_channels(dst + r * out_row, src + r * src_stride, cl, cl, tw.inv_ptr.data(),
+                                 tw.inv_src.data(), tw.inv_w.data(), IW);
+        return;
+      }
+      for (int64_t r0 = 0; r0 < n; r0 += group) {
+        const int64_t lines = std::min(group, n - r0) * cl;
+        lines_to_lanes(lanes_in.data(), src + r0 * src_stride, src_stride, cl, lines, OW);
+        w_pass_lanes(lanes_out.data(), lanes_in.data(), tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
+        lanes_to_lines(dst + r0 * out_row, lanes_out.data(), out_row, cl, lines, IW);
+      }
+    };
+
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t p = task / blocks;
+      const int64_t u = task / blocks;
       const int64_t iy0 = (task % blocks) * rows;
       const int64_t iy1 = std::min(IH, iy0 + rows);
-      acc_t* yb = direct ? reinterpret_cast<acc_t*>(y + (p * IH + iy0) * IW) : acc.data();
-      std::fill(yb, yb + (iy1 - iy0) * IW, acc_t(0));
-      const scalar_t* gp = g + (p / C) * sn + (p % C) * sc;
-
+      const scalar_t* gu = channels_last ? g + u * sn : g + (u / C) * sn + (u % C) * sc;
+      acc_t* ob = direct ? reinterpret_cast<acc_t*>(y + (u * IH + iy0) * out_row) : obuf.data();
       int64_t oy0, oy1;
       th.contributors(iy0, iy1, oy0, oy1);
-      for (int64_t oy = oy0; oy < oy1; ++oy) {
-        // W pass: grads row oy into the row buffer, every tap separately (0 * inf stays NaN).
-        const scalar_t* gr = gp + oy * sh;
-        const acc_t* gv;
-        int64_t gstride;
-        if constexpr (direct) {
-          gv = gr;
-          gstride = sw;
-        } else {
-          if (sw == 1) {
-            widen(grow.data(), gr, OW);
-          } else {
-            for (int64_t ox = 0; ox < OW; ++ox) grow[ox] = static_cast<acc_t>(gr[ox * sw]);
+
+      if (h_first) {
+        std::fill(mid.begin(), mid.begin() + (iy1 - iy0) * in_row, acc_t(0));
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+          const acc_t* gv = grads_row(gu + oy * sh, gbuf.data());
+          for (int k = 0; k < 4; ++k) {
+            const int64_t iy = th.tap[4 * oy + k];
+            if (iy >= iy0 && iy < iy1) axpy(mid.data() + (iy - iy0) * in_row, gv, th.w[4 * oy + k], in_row);
           }
-          gv = grow.data();
-          gstride = 1;
         }
-        if (OW <= IW) {
-          w_pass_scatter(row.data(), gv, gstride, tw.tap.data(), tw.w.data(), IW, OW);
-        } else {
-          w_pass_gather(row.data(), gv, gstride, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
-        }
-        // H pass: add the row into the output rows of this task that its taps reach.
-        for (int k = 0; k < 4; ++k) {
-          const int64_t iy = th.tap[4 * oy + k];
-          if (iy >= iy0 && iy < iy1) axpy(yb + (iy - iy0) * IW, row.data(), th.w[4 * oy + k], IW);
-        }
-      }
-      if constexpr (!direct) narrow(y + (p * IH + iy0) * IW, yb, (iy1 - iy0) * IW);
-    }
-  });
-}
-
-// ---- channels_last -----------------------------------------------------------------------------------
-
-template <typename scalar_t, typename acc_t>
-void grad_channels_last(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th,
-                        const AxisTable<acc_t>& tw) {
-  const int64_t N = grads.size(0), C = grads.size(1), OW = grads.size(3);
-  const int64_t IH = out.size(2), IW = out.size(3);
-  const int64_t sn = grads.stride(0), sh = grads.stride(2), sw = grads.stride(3);  // stride(1) == 1
-  const scalar_t* g = grads.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();  // (N, IH, IW, C) storage
-  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
-
-  // Channel blocks only when a batch has too few rows to feed every thread.
-  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
-  int64_t cblock = C;
-  if (N * IH < 8 * threads && C >= 256) cblock = std::max<int64_t>(64, C / (8 * threads) / 16 * 16);
-  const int64_t cblocks = (C + cblock - 1) / cblock;
-  const int64_t rows = rows_per_task(N * cblocks, IH);
-  const int64_t rblocks = (IH + rows - 1) / rows;
-
-  at::parallel_for(0, N * cblocks * rblocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> row(IW * cblock);
-    std::vector<acc_t> gconv(direct ? 0 : OW * cblock);
-    const bool buffered = !direct || cblock != C;
-    std::vector<acc_t> acc(buffered ? rows * IW * cblock : 0);
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t n = task / (cblocks * rblocks);
-      const int64_t c0 = (task / rblocks % cblocks) * cblock;
-      const int64_t cb = std::min(C, c0 + cblock) - c0;
-      const int64_t iy0 = (task % rblocks) * rows;
-      const int64_t iy1 = std::min(IH, iy0 + rows);
-      const int64_t row_len = IW * cb;
-      acc_t* yb = buffered ? acc.data() : reinterpret_cast<acc_t*>(y + (n * IH + iy0) * IW * C);
-      std::fill(yb, yb + (iy1 - iy0) * row_len, acc_t(0));
-
-      int64_t oy0, oy1;
-      th.contributors(iy0, iy1, oy0, oy1);
-      for (int64_t oy = oy0; oy < oy1; ++oy) {
-        const scalar_t* gr = g + n * sn + oy * sh + c0;
-        const acc_t* gv;
-        if constexpr (direct) {
-          gv = gr;
-        } else {
-          for (int64_t ox = 0; ox < OW; ++ox) widen(gconv.data() + ox * cb, gr + ox * sw, cb);
-          gv = gconv.data();
-        }
-        w_pass_gather_channels(row.data(), gv, direct ? sw : cb, cb, tw.inv_ptr.data(), tw.inv_src.data(),
-                               tw.inv_w.data(), IW);
-        for (int k = 0; k < 4; ++k) {
-          const int64_t iy = th.tap[4 * oy + k];
-          if (iy >= iy0 && iy < iy1) axpy(yb + (iy - iy0) * row_len, row.data(), th.w[4 * oy + k], row_len);
-        }
-      }
-      if (buffered) {
-        for (int64_t iy = iy0; iy < iy1; ++iy) {
-          for (int64_t ix = 0; ix < IW; ++ix) {
-            scalar_t* dst = y + ((n * IH + iy) * IW + ix) * C + c0;
-            const acc_t* src = yb + (iy - iy0) * row_len + ix * cb;
-            if constexpr (direct) {
-              std::memcpy(dst, src, cb * sizeof(acc_t));
-            } else {
-              narrow(dst, src, cb);
+        w_pass_rows(ob, mid.data(), in_row, iy1 - iy0);
+      } else {
+        std::fill(ob, ob + (iy1 - iy0) * out_row, acc_t(0));
+        for (int64_t oyg = oy0; oyg < oy1; oyg += group) {
+          const int64_t n = std::min(group, oy1 - oyg);
+          const acc_t* src;
+          int64_t src_stride;
+          if (read_in_place) {
+            src = reinterpret_cast<const acc_t*>(gu + oyg * sh);
+            src_stride = sh;
+          } else {
+            for (int64_t r = 0; r < n; ++r) grads_row(gu + (oyg + r) * sh, gbuf.data() + r * in_row);
+            src = gbuf.data();
+            src_stride = in_row;
+          }
+          w_pass_rows(mid.data(), src, src_stride, n);
+          for (int64_t r = 0; r < n; ++r) {
+            const int64_t oy = oyg + r;
+            for (int k = 0; k < 4; ++k) {
+              const int64_t iy = th.tap[4 * oy + k];
+              if (iy >= iy0 && iy < iy1) axpy(ob + (iy - iy0) * out_row, mid.data() + r * out_row, th.w[4 * oy + k], out_row);
             }
           }
         }
       }
+      if constexpr (!direct) narrow(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row);
     }
   });
 }
@@ -320,11 +443,7 @@ at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t
     using acc_t = at::opmath_type<scalar_t>;
     const AxisTable<acc_t> th(in_h, OH, align_corners, scale_h);
     const AxisTable<acc_t> tw(in_w, OW, align_corners, scale_w);
-    if (channels_last) {
-      grad_channels_last<scalar_t, acc_t>(grads, out, th, tw);
-    } else {
-      grad_planes<scalar_t, acc_t>(grads, out, th, tw);
-    }
+    grad_engine<scalar_t, acc_t>(grads, out, th, tw, channels_last);
   });
   return out;
 }
