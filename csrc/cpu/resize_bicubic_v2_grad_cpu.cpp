@@ -24,6 +24,7 @@
 #include <immintrin.h>
 #endif
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "../common/bicubic_math.h"
@@ -75,12 +76,17 @@ __attribute__((target("avx512f"))) void narrow_avx512(c10::Half* y, const float*
   for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
 }
 
-// dst[o * dst_stride + l] = src[l * src_stride + o] for a 16 x 16 float tile: unpack pairs of rows, then
-// pairs of pairs, then regroup the 128-bit lanes twice.
-__attribute__((target("avx512f"))) void transpose16x16(float* dst, int64_t dst_stride, const float* src,
-                                                       int64_t src_stride) {
+// dst[o * dst_stride + l] = src[l * src_stride + o] for l < rows, o < cols (both at most 16): masked
+// loads of the source rows (zeros elsewhere), a 16 x 16 transpose in registers (unpack pairs of rows, then
+// pairs of pairs, then regroup the 128-bit lanes twice), and stores of the first `cols` result rows, each
+// `store_width` (>= rows; the extra lanes get zeros) wide.
+__attribute__((target("avx512f"))) void transpose_tile(float* dst, int64_t dst_stride, const float* src,
+                                                       int64_t src_stride, int rows, int cols, int store_width) {
+  const __mmask16 load_mask = static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 store_mask = static_cast<__mmask16>((1u << store_width) - 1);
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(load_mask, src + i * src_stride) : _mm512_setzero_ps();
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -99,12 +105,13 @@ __attribute__((target("avx512f"))) void transpose16x16(float* dst, int64_t dst_s
     t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
     t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
   }
-  for (int j = 0; j < 4; ++j) {
-    _mm512_storeu_ps(dst + j * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
-    _mm512_storeu_ps(dst + (8 + j) * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd));
-    _mm512_storeu_ps(dst + (4 + j) * dst_stride, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
-    _mm512_storeu_ps(dst + (12 + j) * dst_stride, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd));
+  for (int j = 0; j < 4; ++j) {  // result row o = column o of the source
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
   }
+  for (int o = 0; o < cols; ++o) _mm512_mask_storeu_ps(dst + o * dst_stride, store_mask, r[o]);
 }
 #endif
 
@@ -157,60 +164,97 @@ RBG_MULTIVERSION void w_pass_lanes(acc_t* __restrict out, const acc_t* __restric
 // of kTile positions keep both sides of the transpose in L1; whole float tiles of NCHW rows go through
 // the AVX-512 transpose where the CPU has it.
 constexpr int64_t kTile = 16;
-template <typename acc_t>
+// The loops for interleaved channels; kCl > 0 fixes the channel count at compile time so that the
+// innermost copy becomes a few moves.
+template <int kCl, typename acc_t>
 RBG_MULTIVERSION void lines_to_lanes_loop(acc_t* __restrict blk, const acc_t* __restrict base, int64_t row_len,
-                                          int64_t cl, int64_t lines, int64_t o0, int64_t n) {
+                                          int64_t cl_runtime, int64_t lines, int64_t n) {
   constexpr int64_t L = kLanes<acc_t>;
-  for (; o0 < n; o0 += kTile) {
+  const int64_t cl = kCl > 0 ? kCl : cl_runtime;
+  for (int64_t o0 = 0; o0 < n; o0 += kTile) {
     const int64_t o1 = std::min(n, o0 + kTile);
-    for (int64_t l = 0; l < lines; ++l) {
-      const acc_t* __restrict line = base + (l / cl) * row_len + l % cl;
-      for (int64_t o = o0; o < o1; ++o) blk[o * L + l] = line[o * cl];
+    for (int64_t l0 = 0; l0 < lines; l0 += cl) {  // one row: its channels are contiguous on both sides
+      const acc_t* __restrict row = base + (l0 / cl) * row_len;
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t c = 0; c < cl; ++c) blk[o * L + l0 + c] = row[o * cl + c];
     }
   }
+  // Unused lanes hold zeros, never stale values (a stale subnormal would slow every later step down).
+  if (lines < L)
+    for (int64_t o = 0; o < n; ++o)
+      for (int64_t l = lines; l < L; ++l) blk[o * L + l] = 0;
 }
-template <typename acc_t>
+template <int kCl, typename acc_t>
 RBG_MULTIVERSION void lanes_to_lines_loop(acc_t* __restrict base, const acc_t* __restrict blk, int64_t row_len,
-                                          int64_t cl, int64_t lines, int64_t o0, int64_t n) {
+                                          int64_t cl_runtime, int64_t lines, int64_t n) {
   constexpr int64_t L = kLanes<acc_t>;
-  for (; o0 < n; o0 += kTile) {
+  const int64_t cl = kCl > 0 ? kCl : cl_runtime;
+  for (int64_t o0 = 0; o0 < n; o0 += kTile) {
     const int64_t o1 = std::min(n, o0 + kTile);
-    for (int64_t l = 0; l < lines; ++l) {
-      acc_t* __restrict line = base + (l / cl) * row_len + l % cl;
-      for (int64_t o = o0; o < o1; ++o) line[o * cl] = blk[o * L + l];
+    for (int64_t l0 = 0; l0 < lines; l0 += cl) {
+      acc_t* __restrict row = base + (l0 / cl) * row_len;
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t c = 0; c < cl; ++c) row[o * cl + c] = blk[o * L + l0 + c];
     }
   }
 }
-// Positions [0, return value) were transposed by whole 16 x 16 tiles.
-template <typename acc_t>
-int64_t transpose_tiles(acc_t* lanes, acc_t* lines_base, int64_t row_len, int64_t cl, int64_t lines, int64_t n,
-                        bool to_lanes) {
-#ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) {
-    if (cl == 1 && lines == kLanes<float> && has_avx512()) {
-      const int64_t whole = n / 16 * 16;
-      for (int64_t o0 = 0; o0 < whole; o0 += 16) {
-        if (to_lanes) {
-          transpose16x16(lanes + o0 * 16, 16, lines_base + o0, row_len);
-        } else {
-          transpose16x16(lines_base + o0, row_len, lanes + o0 * 16, 16);
-        }
-      }
-      return whole;
+// Picks the loop for cl: the common image channel counts get their own copy.
+template <bool kToLanes, typename acc_t>
+void transpose_loop(acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+  auto run = [&](auto cl_constant) {
+    constexpr int kCl = decltype(cl_constant)::value;
+    if constexpr (kToLanes) {
+      lines_to_lanes_loop<kCl>(blk, base, row_len, cl, lines, n);
+    } else {
+      lanes_to_lines_loop<kCl>(base, blk, row_len, cl, lines, n);
     }
+  };
+  switch (cl) {
+    case 1: return run(std::integral_constant<int, 1>{});
+    case 2: return run(std::integral_constant<int, 2>{});
+    case 3: return run(std::integral_constant<int, 3>{});
+    case 4: return run(std::integral_constant<int, 4>{});
+    default: return run(std::integral_constant<int, 0>{});
   }
+}
+
+// Float NCHW rows (cl == 1) go through the AVX-512 tile transpose where the CPU has it.
+template <typename acc_t>
+bool fast_transpose(int64_t cl) {
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && has_avx512();
 #endif
-  return 0;
+  return false;
 }
 template <typename acc_t>
 void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
-  const int64_t done = transpose_tiles(blk, const_cast<acc_t*>(base), row_len, cl, lines, n, true);
-  lines_to_lanes_loop(blk, base, row_len, cl, lines, done, n);
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (fast_transpose<acc_t>(cl)) {
+      for (int64_t o0 = 0; o0 < n; o0 += kTile)
+        transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
+                       static_cast<int>(std::min(kTile, n - o0)), kLanes<float>);
+      return;
+    }
+  }
+#endif
+  transpose_loop<true>(blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
 }
 template <typename acc_t>
 void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
-  const int64_t done = transpose_tiles(const_cast<acc_t*>(blk), base, row_len, cl, lines, n, false);
-  lanes_to_lines_loop(base, blk, row_len, cl, lines, done, n);
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (fast_transpose<acc_t>(cl)) {
+      for (int64_t o0 = 0; o0 < n; o0 += kTile) {
+        const int positions = static_cast<int>(std::min(kTile, n - o0));
+        transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
+                       static_cast<int>(lines), positions);
+      }
+      return;
+    }
+  }
+#endif
+  transpose_loop<false>(const_cast<acc_t*>(blk), base, row_len, cl, lines, n);
 }
 
 // W pass of one channels_last row, vectorised along the channels: out[i][c] sums in[o][c] * w over the
@@ -295,7 +339,23 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
 }
 
 // ---- the engine ----------------------------------------------------------------------------------------
-//
+
+// Per-thread scratch buffers, kept between calls so that steady-state calls allocate (and page-fault)
+// nothing. They only grow, to the sizes the engine's comment below bounds.
+template <typename acc_t>
+struct Scratch {
+  std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
+  static Scratch& local() {
+    static thread_local Scratch scratch;
+    return scratch;
+  }
+};
+template <typename T>
+T* sized(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  return v.data();
+}
+
 // A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
 // (channels_last). A task owns a block of output rows of one unit; the tasks never share an output element.
 //
@@ -308,10 +368,11 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
 // The W pass keeps every (o, k) term separate (0 * inf stays NaN) and vectorises across channels when a
 // row has at least one vector of them, otherwise across kLanes lines at once in transposed form.
 //
-// Extra memory per task, rows capped so that each buffer stays near 256 KiB: the float row block (S, or
-// the W-pass results), the float output rows when the output dtype is narrower, a widened grads row
-// block, and two transposed blocks of (OW or IW) x kLanes floats. With one task per thread in flight this
-// is a few MiB at most, well under one float32 copy of the larger of grads and output.
+// Extra memory, per thread (the scratch above), rows capped so that each row block stays near 256 KiB:
+// the float row block (S, or the W-pass results of one group), the float output rows of a task when they
+// are staged, a widened grads row group, and two transposed blocks of OW and IW x kLanes floats. That is
+// about 1 MiB plus 64 bytes x (OW + IW) per thread, independent of N, C and H, so it is far below one
+// float32 copy of the larger of grads and output for any tensor worth parallelising.
 
 template <typename scalar_t, typename acc_t>
 void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th, const AxisTable<acc_t>& tw,
@@ -329,6 +390,9 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
   const bool h_first = IH <= OH;
   const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
   const bool read_in_place = direct && contiguous_row;  // W-first reads float grads rows where they are
+  // Output rows are built in a float buffer and written out in one sequential sweep when they need
+  // narrowing, or when the transposed W pass would otherwise scatter tile stores across fresh output rows.
+  const bool staged = !direct || (h_first && transposed);
   const scalar_t* g = grads.const_data_ptr<scalar_t>();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
 
@@ -339,11 +403,13 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
   const int64_t blocks = (IH + rows - 1) / rows;
 
   at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
+    Scratch<acc_t>& scratch = Scratch<acc_t>::local();
     // H first: rows of S; W first: the W-pass results of one group of grads rows.
-    std::vector<acc_t> mid(h_first ? rows * in_row : group * out_row);
-    std::vector<acc_t> gbuf(h_first ? (read_in_place ? 0 : in_row) : (read_in_place ? 0 : group * in_row));
-    std::vector<acc_t> lanes_in(transposed ? OW * L : 0, acc_t(0)), lanes_out(transposed ? IW * L : 0, acc_t(0));
-    std::vector<acc_t> obuf(direct ? 0 : rows * out_row);
+    acc_t* const mid = sized(scratch.mid, h_first ? rows * in_row : group * out_row);
+    acc_t* const gbuf = sized(scratch.gbuf, read_in_place ? 0 : (h_first ? 1 : group) * in_row);
+    acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? OW * L : 0);
+    acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? IW * L : 0);
+    acc_t* const obuf = sized(scratch.obuf, staged ? rows * out_row : 0);
 
     // A grads row as contiguous floats (in place when it already is one).
     auto grads_row = [&](const scalar_t* gr, acc_t* buf) -> const acc_t* {
@@ -370,9 +436,9 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
       }
       for (int64_t r0 = 0; r0 < n; r0 += group) {
         const int64_t lines = std::min(group, n - r0) * cl;
-        lines_to_lanes(lanes_in.data(), src + r0 * src_stride, src_stride, cl, lines, OW);
-        w_pass_lanes(lanes_out.data(), lanes_in.data(), tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
-        lanes_to_lines(dst + r0 * out_row, lanes_out.data(), out_row, cl, lines, IW);
+        lines_to_lanes(lanes_in, src + r0 * src_stride, src_stride, cl, lines, OW);
+        w_pass_lanes(lanes_out, lanes_in, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
+        lanes_to_lines(dst + r0 * out_row, lanes_out, out_row, cl, lines, IW);
       }
     };
 
@@ -381,20 +447,20 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
       const int64_t iy0 = (task % blocks) * rows;
       const int64_t iy1 = std::min(IH, iy0 + rows);
       const scalar_t* gu = channels_last ? g + u * sn : g + (u / C) * sn + (u % C) * sc;
-      acc_t* ob = direct ? reinterpret_cast<acc_t*>(y + (u * IH + iy0) * out_row) : obuf.data();
+      acc_t* ob = staged ? obuf : reinterpret_cast<acc_t*>(y + (u * IH + iy0) * out_row);
       int64_t oy0, oy1;
       th.contributors(iy0, iy1, oy0, oy1);
 
       if (h_first) {
-        std::fill(mid.begin(), mid.begin() + (iy1 - iy0) * in_row, acc_t(0));
+        std::fill(mid, mid + (iy1 - iy0) * in_row, acc_t(0));
         for (int64_t oy = oy0; oy < oy1; ++oy) {
-          const acc_t* gv = grads_row(gu + oy * sh, gbuf.data());
+          const acc_t* gv = grads_row(gu + oy * sh, gbuf);
           for (int k = 0; k < 4; ++k) {
             const int64_t iy = th.tap[4 * oy + k];
-            if (iy >= iy0 && iy < iy1) axpy(mid.data() + (iy - iy0) * in_row, gv, th.w[4 * oy + k], in_row);
+            if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row, gv, th.w[4 * oy + k], in_row);
           }
         }
-        w_pass_rows(ob, mid.data(), in_row, iy1 - iy0);
+        w_pass_rows(ob, mid, in_row, iy1 - iy0);
       } else {
         std::fill(ob, ob + (iy1 - iy0) * out_row, acc_t(0));
         for (int64_t oyg = oy0; oyg < oy1; oyg += group) {
@@ -405,21 +471,27 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
             src = reinterpret_cast<const acc_t*>(gu + oyg * sh);
             src_stride = sh;
           } else {
-            for (int64_t r = 0; r < n; ++r) grads_row(gu + (oyg + r) * sh, gbuf.data() + r * in_row);
-            src = gbuf.data();
+            for (int64_t r = 0; r < n; ++r) grads_row(gu + (oyg + r) * sh, gbuf + r * in_row);
+            src = gbuf;
             src_stride = in_row;
           }
-          w_pass_rows(mid.data(), src, src_stride, n);
+          w_pass_rows(mid, src, src_stride, n);
           for (int64_t r = 0; r < n; ++r) {
             const int64_t oy = oyg + r;
             for (int k = 0; k < 4; ++k) {
               const int64_t iy = th.tap[4 * oy + k];
-              if (iy >= iy0 && iy < iy1) axpy(ob + (iy - iy0) * out_row, mid.data() + r * out_row, th.w[4 * oy + k], out_row);
+              if (iy >= iy0 && iy < iy1) axpy(ob + (iy - iy0) * out_row, mid + r * out_row, th.w[4 * oy + k], out_row);
             }
           }
         }
       }
-      if constexpr (!direct) narrow(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row);
+      if (staged) {
+        if constexpr (direct) {
+          std::memcpy(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row * sizeof(acc_t));
+        } else {
+          narrow(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row);
+        }
+      }
     }
   });
 }
