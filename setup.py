@@ -3,7 +3,8 @@
 The CPU backend, host tiling and the NPU launch emulator are always built. When the CANN toolkit
 (ASCEND_HOME_PATH, /usr/local/Ascend/ascend-toolkit/latest or /usr/local/Ascend/latest) and torch_npu are
 both present, the Ascend C kernels (NPU_SOC_VERSION, default ascend950) and the PrivateUse1 glue are built
-as well; see README "NPU".
+as well, into torch_resize_bicubic._npu, by csrc/npu/CMakeLists.txt (bisheng); see README "NPU".
+RBG_NO_NPU=1 skips the NPU part; RBG_SANITIZE=1 builds _C with AddressSanitizer + UBSan.
 """
 import glob
 import os
@@ -40,22 +41,53 @@ if os.environ.get("RBG_SANITIZE"):
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-DRBG_NO_MULTIVERSION"]
     link_flags = ["-fopenmp", "-fsanitize=address,undefined"]
 
-cann = find_cann()
-npu_note = None
-if cann is None:
-    npu_note = "CANN not found: building the CPU backend, host tiling and the NPU kernel emulator only."
-else:
+def npu_build_plan():
+    """(cann path or None, one line saying what is built)."""
+    if os.environ.get("RBG_NO_NPU"):
+        return None, "RBG_NO_NPU set: building the CPU backend, host tiling and the NPU kernel emulator only."
+    cann = find_cann()
+    if cann is None:
+        return None, "CANN not found: building the CPU backend, host tiling and the NPU kernel emulator only."
     try:
         import importlib.util
         has_torch_npu = importlib.util.find_spec("torch_npu") is not None
     except Exception:  # noqa: BLE001 - a broken torch_npu install counts as absent
         has_torch_npu = False
     if not has_torch_npu:
-        npu_note = f"CANN found at {cann} but torch_npu is not installed: building the CPU parts only."
-    else:
-        npu_note = (f"CANN found at {cann}: the NPU kernels are built by `make npu` (cmake + bisheng, see "
-                    "README); this extension carries the CPU parts.")
+        return None, f"CANN found at {cann} but torch_npu is not installed: building the CPU parts only."
+    soc = os.environ.get("NPU_SOC_VERSION", "ascend950")
+    return cann, f"CANN found at {cann}: also building the NPU kernels for {soc} and the PrivateUse1 glue (_npu)."
+
+
+cann, npu_note = npu_build_plan()
 print(f"[torch_resize_bicubic] {npu_note}", file=sys.stderr)
+
+
+class BuildWithNpu(BuildExtension.with_options(use_ninja=True)):
+    """Builds _C as usual, then, with CANN and torch_npu, _npu through csrc/npu/CMakeLists.txt (bisheng)."""
+
+    def run(self):
+        super().run()
+        if cann is None:
+            return
+        import subprocess
+
+        import torch.utils
+        import torch_npu  # noqa: F401 - only its location is needed; CANN's set_env.sh must be sourced
+
+        package_dir = os.path.join(ROOT if self.inplace else self.build_lib, "torch_resize_bicubic")
+        build_dir = os.path.join(ROOT, "build", "npu")
+        subprocess.check_call([
+            "cmake", "-S", os.path.join(ROOT, "csrc", "npu"), "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+            f"-DASCEND_HOME_PATH={cann}",
+            f"-DTorch_DIR={os.path.join(torch.utils.cmake_prefix_path, 'Torch')}",
+            f"-DTORCH_NPU_PATH={os.path.dirname(torch_npu.__file__)}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DNPU_SOC_VERSION={os.environ.get('NPU_SOC_VERSION', 'ascend950')}",
+            f"-DRBG_OUTPUT_DIR={package_dir}",
+        ])
+        subprocess.check_call(["cmake", "--build", build_dir, "-j"])
+
 
 setup(
     ext_modules=[
@@ -68,5 +100,5 @@ setup(
             define_macros=define_macros,
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildWithNpu},
 )

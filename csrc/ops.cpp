@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "cpu/resize_bicubic_v2_grad_cpu.h"
+#include "resize_bicubic_v2_forward.h"
 #include "torch_checks.h"
 
 namespace rbg {
@@ -31,14 +32,6 @@ at::Tensor upsample_bicubic2d_backward_cpu(const at::Tensor& grad_output, c10::S
 }
 
 }  // namespace
-
-// The forward resize is PyTorch's own kernel on every backend; only the arguments are ours.
-at::Tensor resize_bicubic_v2_forward(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
-                                     at::ArrayRef<double> scales) {
-  checked([&] { return check_resize_bicubic_v2(tensor_info(images), to_ints(size), scales.vec()); });
-  auto opt = [](double s) { return s > 0.0 ? std::optional<double>(s) : std::nullopt; };
-  return at::upsample_bicubic2d_symint(images, size, align_corners, opt(scales[0]), opt(scales[1]));
-}
 
 }  // namespace rbg
 

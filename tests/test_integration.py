@@ -142,3 +142,16 @@ def test_demo_runs_with_reduced_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "largest parameter-gradient difference" in proc.stdout
     assert out.exists() and out.stat().st_size > 0
+
+
+def test_package_imports_on_its_own():
+    # A fresh interpreter that has not imported torch first: the package must load libtorch itself, and a
+    # build without CANN must say it carries no NPU kernels.
+    import subprocess
+
+    code = "import torch_resize_bicubic as t; print(t.NPU_KERNELS_BUILT)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import importlib.util
+    built = importlib.util.find_spec("torch_resize_bicubic._npu") is not None
+    assert out.stdout.strip() == str(built)

@@ -13,7 +13,8 @@ if [ ! -d "$dest/torch_npu/include" ]; then
   rm -rf "$dest/wheel"
 fi
 torch_inc=$("$PY" -c "from torch.utils.cpp_extension import include_paths; print(' '.join('-I' + p for p in include_paths()))")
+py_inc=$("$PY" -c "import sysconfig; print('-I' + sysconfig.get_paths()['include'])")
 for src in csrc/npu/*.cpp; do
-  g++ -std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 $torch_inc -I"$dest/torch_npu/include" -Icsrc "$src"
+  g++ -std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 $torch_inc $py_inc -I"$dest/torch_npu/include" -Icsrc "$src"
   echo "npu glue compile check: $src OK"
 done

@@ -7,7 +7,24 @@ Importing the package loads the C++ extension, which registers the ``torch.ops.c
 
 See README.md for the API and ``DESIGN.md`` for the contract.
 """
+import torch  # noqa: F401  (loads libtorch, which the extension links against)
+
 from . import _C  # noqa: F401  (registers the ops)
+
+
+def _load_npu_kernels() -> bool:
+    """Registers the NPU (PrivateUse1) kernels when this install was built with CANN (module _npu)."""
+    import importlib.util
+
+    if importlib.util.find_spec(__name__ + "._npu") is None:
+        return False  # a CPU-only build: no CANN at build time
+    import torch_npu  # noqa: F401  (the PrivateUse1 backend must exist before its kernels register)
+
+    from . import _npu  # noqa: F401
+    return True
+
+
+NPU_KERNELS_BUILT = _load_npu_kernels()
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
 from .npu import NpuTiling, emulate_npu_kernel, npu_tiling
@@ -23,5 +40,6 @@ __all__ = [
     "disable_aten_override",
     "aten_override_enabled",
     "NpuTiling",
+    "NPU_KERNELS_BUILT",
 ]
 __version__ = "0.1.0"

@@ -10,14 +10,10 @@
 #include "acl/acl.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
 #include "op_kernel/resize_bicubic_v2_grad_launch.h"
+#include "resize_bicubic_v2_forward.h"
 #include "torch_checks.h"
 #include "torch_npu/csrc/core/npu/NPUStream.h"
 #include "torch_npu/csrc/framework/OpCommand.h"
-
-namespace rbg {
-at::Tensor resize_bicubic_v2_forward(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
-                                     at::ArrayRef<double> scales);
-}
 
 namespace rbg::npu {
 namespace {
