@@ -30,5 +30,8 @@ test: install
 bench: install
 	$(VPY) benchmarks/bench_cpu.py
 
+sanitize: $(STAMP)
+	PY=$(VPY) bash tools/sanitize.sh
+
 clean:
 	rm -rf build $(VENV) torch_resize_bicubic/*.so
