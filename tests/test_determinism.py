@@ -41,3 +41,44 @@ def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, 
         assert torch.equal(r, results[0])
     assert_matches_reference(results[0], g.contiguous(), in_hw, align,
                              tuple(s if s > 0 else None for s in scales))
+
+
+ISA_CASES = [
+    ((2, 3, 37, 45), (19, 70), False, torch.float32, "contiguous"),      # partial tiles and row groups
+    ((1, 2, 64, 48), (32, 96), True, torch.float32, "contiguous"),       # whole 16 x 16 tiles
+    ((2, 3, 40, 33), (81, 17), False, torch.float16, "contiguous"),      # F16C conversions, W pass first
+    ((2, 3, 40, 33), (21, 65), False, torch.float16, "channels_last"),   # few channels, interleaved lines
+    ((1, 5, 29, 31), (60, 15), False, torch.bfloat16, "sliced"),         # strided rows
+]
+
+
+def isa_outputs():
+    outs = []
+    for shape, in_hw, align, dtype, layout in ISA_CASES:
+        g = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(3)).to(dtype), layout)
+        image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
+        outs.append(trb.resize_bicubic_v2_grad(g, image, align, (0.0, 0.0)))
+    return outs
+
+
+def test_avx512_paths_match_portable_loops(tmp_path):
+    # The AVX-512 transposes and F16C conversions move data and round exactly as the portable loops do,
+    # so both give the same bits. The portable run is a fresh process with the fast paths switched off.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, torch\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_determinism as t\n"
+        f"torch.save(t.isa_outputs(), {str(tmp_path / 'portable.pt')!r})\n"
+    )
+    env = dict(os.environ, RBG_CPU_NO_AVX512="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    portable = torch.load(tmp_path / "portable.pt")
+    fast = isa_outputs()
+    assert len(fast) == len(portable) == len(ISA_CASES)
+    for a, b in zip(fast, portable):
+        assert torch.equal(a, b)
