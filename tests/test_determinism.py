@@ -22,6 +22,8 @@ CASES = [
     ((2, 300, 9, 13), (17, 5), False, (0.0, 0.0)),       # many channels (channels_last vectorised along C)
     ((2, 3, 129, 300), (261, 149), False, (0.0, 0.0)),   # few channels, W pass first (IH > OH)
     ((1, 12, 61, 45), (30, 91), True, (0.0, 0.0)),       # 12 channels: one row per transposed block
+    ((1, 2, 3, 4200), (5, 8), False, (0.0, 0.0)),        # extreme W reduction: untransposed W pass
+    ((1, 2, 5, 4), (3, 16400), False, (0.0, 0.0)),       # rows too wide for a transposed row group
     ((1, 1, 2048, 3), (2, 3), False, (0.0, 0.0)),        # extreme H reduction, same W
 ]
 

@@ -145,19 +145,21 @@ constexpr int64_t kLanes = 64 / sizeof(acc_t);
 
 // W pass of kLanes lines at once, in transposed form: in[o][lane] -> out[i][lane], where out[i] sums the
 // (o, weight) pairs of i in list order. Every lane does the same arithmetic, so a line's result does not
-// depend on which lane or block it lands in.
+// depend on which lane or block it lands in. Outputs [i_begin, i_end) only, with `in` holding the source
+// positions from o_base on.
 template <typename acc_t>
 RBG_MULTIVERSION void w_pass_lanes(acc_t* __restrict out, const acc_t* __restrict in, const int64_t* __restrict ptr,
-                                   const int64_t* __restrict src, const acc_t* __restrict w, int64_t n) {
+                                   const int64_t* __restrict src, const acc_t* __restrict w, int64_t i_begin,
+                                   int64_t i_end, int64_t o_base) {
   constexpr int64_t L = kLanes<acc_t>;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = i_begin; i < i_end; ++i) {
     acc_t acc[L] = {};
     for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
-      const acc_t* __restrict s = in + src[e] * L;
+      const acc_t* __restrict s = in + (src[e] - o_base) * L;
       const acc_t we = w[e];
       for (int64_t l = 0; l < L; ++l) acc[l] += s[l] * we;
     }
-    for (int64_t l = 0; l < L; ++l) out[i * L + l] = acc[l];
+    for (int64_t l = 0; l < L; ++l) out[(i - i_begin) * L + l] = acc[l];
   }
 }
 
@@ -280,43 +282,60 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
 // ---- per-axis tables ---------------------------------------------------------------------------------
 
 // The banded 1-D resampling matrix of one axis: for every grads index o, four clamped taps and weights,
-// plus the range of grads indices that can touch an output index (monotone in o).
+// plus the range of grads indices that can touch an output index (monotone in o). The H axis keeps the
+// taps (scatter form); the W axis keeps only their transpose (gather form), so each table costs about
+// 64 bytes per grads index (plus 8 per output index for the W axis).
 template <typename acc_t>
 struct AxisTable {
   int64_t in = 0, out = 0;
-  std::vector<int64_t> tap;  // 4 per o, clamped to [0, in - 1]
-  std::vector<acc_t> w;      // 4 per o
+  std::vector<int64_t> tap;  // 4 per o, clamped to [0, in - 1] (scatter form only)
+  std::vector<acc_t> w;      // 4 per o (scatter form only)
   std::vector<int64_t> tap_lo, tap_hi;  // smallest / largest tap of o
   // The transpose, for gathering: the (o, weight) pairs of output index i, in ascending o then tap order,
   // i.e. exactly the order in which a scatter over o would add them.
   std::vector<int64_t> inv_ptr, inv_src;
   std::vector<acc_t> inv_w;
 
-  AxisTable(int64_t in_, int64_t out_, bool align_corners, double user_scale) : in(in_), out(out_) {
+  enum class Form { Scatter, Gather };
+
+  AxisTable(int64_t in_, int64_t out_, bool align_corners, double user_scale, Form form) : in(in_), out(out_) {
     const acc_t scale = area_pixel_scale<acc_t>(in, out, align_corners, user_scale);
-    tap.resize(4 * out);
-    w.resize(4 * out);
+    auto taps_of = [&](int64_t o) { return axis_taps<acc_t>(scale, o, in, align_corners); };
     tap_lo.resize(out);
     tap_hi.resize(out);
-    for (int64_t o = 0; o < out; ++o) {
-      const AxisTaps<acc_t> t = axis_taps<acc_t>(scale, o, in, align_corners);
-      for (int k = 0; k < 4; ++k) {
-        tap[4 * o + k] = clamp_tap(t.i0, k, in);
-        w[4 * o + k] = t.w[k];
+    if (form == Form::Scatter) {
+      tap.resize(4 * out);
+      w.resize(4 * out);
+      for (int64_t o = 0; o < out; ++o) {
+        const AxisTaps<acc_t> t = taps_of(o);
+        for (int k = 0; k < 4; ++k) {
+          tap[4 * o + k] = clamp_tap(t.i0, k, in);
+          w[4 * o + k] = t.w[k];
+        }
+        tap_lo[o] = tap[4 * o];
+        tap_hi[o] = tap[4 * o + 3];
       }
-      tap_lo[o] = tap[4 * o];
-      tap_hi[o] = tap[4 * o + 3];
+      return;
     }
+    // Gather form in two passes over o (count, then fill), so the scatter form never exists at once.
     inv_ptr.assign(in + 1, 0);
-    for (int64_t e = 0; e < 4 * out; ++e) ++inv_ptr[tap[e] + 1];
+    for (int64_t o = 0; o < out; ++o) {
+      const AxisTaps<acc_t> t = taps_of(o);
+      for (int k = 0; k < 4; ++k) ++inv_ptr[clamp_tap(t.i0, k, in) + 1];
+      tap_lo[o] = clamp_tap(t.i0, 0, in);
+      tap_hi[o] = clamp_tap(t.i0, 3, in);
+    }
     for (int64_t i = 0; i < in; ++i) inv_ptr[i + 1] += inv_ptr[i];
     inv_src.resize(4 * out);
     inv_w.resize(4 * out);
     std::vector<int64_t> fill(inv_ptr.begin(), inv_ptr.end() - 1);
-    for (int64_t e = 0; e < 4 * out; ++e) {
-      const int64_t slot = fill[tap[e]]++;
-      inv_src[slot] = e / 4;
-      inv_w[slot] = w[e];
+    for (int64_t o = 0; o < out; ++o) {
+      const AxisTaps<acc_t> t = taps_of(o);
+      for (int k = 0; k < 4; ++k) {
+        const int64_t slot = fill[clamp_tap(t.i0, k, in)]++;
+        inv_src[slot] = o;
+        inv_w[slot] = t.w[k];
+      }
     }
   }
 
@@ -370,11 +389,13 @@ T* sized(std::vector<T>& v, int64_t n) {
 // The W pass keeps every (o, k) term separate (0 * inf stays NaN) and vectorises across channels when a
 // row has at least one vector of them, otherwise across kLanes lines at once in transposed form.
 //
-// Extra memory, per thread (the scratch above), rows capped so that each row block stays near 256 KiB:
-// the float row block (S, or the W-pass results of one group), the float output rows of a task when they
-// are staged, a widened grads row group, and two transposed blocks of OW and IW x kLanes floats. That is
-// about 1 MiB plus 64 bytes x (OW + IW) per thread, independent of N, C and H, so it is far below one
-// float32 copy of the larger of grads and output for any tensor worth parallelising.
+// Extra memory, per thread (the scratch above): three row buffers (S or one group's W-pass results, the
+// staged output rows, a widened grads row group), each at most max(256 KiB, one row group), where a row
+// group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row
+// otherwise; and two transposed blocks of at most 4096 and 1024 positions x 64 bytes (320 KiB). No buffer
+// grows with N, C or H, and none holds a whole plane: with T threads the total is at most
+// T x (4 MiB + 3 rows), below one float32 copy of the larger of grads and output for any tensor of more
+// than that. The two axis tables add about 64 bytes per grads row and column, shared by all threads.
 
 template <typename scalar_t, typename acc_t>
 void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th, const AxisTable<acc_t>& tw,
@@ -387,7 +408,25 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
   const int64_t cl = channels_last ? C : 1;
   const int64_t units = channels_last ? N : N * C;
   const int64_t in_row = OW * cl, out_row = IW * cl;  // elements per row of grads / of the output
-  const bool transposed = cl < L;
+  // The transposed W pass runs over chunks of kChunkOut outputs, each transposing only the source positions
+  // its taps reach, so its blocks stay small however wide a row is. It needs a group of rows at once,
+  // though, so rows wider than kMaxGroupRow floats, and extreme W reductions (one chunk reaching more
+  // than kMaxChunkSpan positions), take the untransposed pass instead: the same sums in the same order,
+  // one row at a time, slower but within the memory bound.
+  constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
+  struct WChunk {
+    int64_t i0, i1, o0, o1;
+  };
+  std::vector<WChunk> chunks;
+  int64_t max_span = 0;
+  for (int64_t i0 = 0; i0 < IW; i0 += kChunkOut) {
+    WChunk c{i0, std::min(IW, i0 + kChunkOut), 0, 0};
+    tw.contributors(c.i0, c.i1, c.o0, c.o1);
+    max_span = std::max(max_span, c.o1 - c.o0);
+    chunks.push_back(c);
+  }
+  const bool transposed =
+      cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(OW, IW) * cl <= L * kMaxGroupRow;
   const int64_t group = transposed ? L / cl : 1;  // rows per W-pass step
   const bool h_first = IH <= OH;
   const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
@@ -409,8 +448,8 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
     // H first: rows of S; W first: the W-pass results of one group of grads rows.
     acc_t* const mid = sized(scratch.mid, h_first ? rows * in_row : group * out_row);
     acc_t* const gbuf = sized(scratch.gbuf, read_in_place ? 0 : (h_first ? 1 : group) * in_row);
-    acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? OW * L : 0);
-    acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? IW * L : 0);
+    acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? max_span * L : 0);
+    acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? kChunkOut * L : 0);
     acc_t* const obuf = sized(scratch.obuf, staged ? rows * out_row : 0);
 
     // A grads row as contiguous floats (in place when it already is one).
@@ -438,9 +477,11 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
       }
       for (int64_t r0 = 0; r0 < n; r0 += group) {
         const int64_t lines = std::min(group, n - r0) * cl;
-        lines_to_lanes(lanes_in, src + r0 * src_stride, src_stride, cl, lines, OW);
-        w_pass_lanes(lanes_out, lanes_in, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), IW);
-        lanes_to_lines(dst + r0 * out_row, lanes_out, out_row, cl, lines, IW);
+        for (const WChunk& c : chunks) {
+          lines_to_lanes(lanes_in, src + r0 * src_stride + c.o0 * cl, src_stride, cl, lines, c.o1 - c.o0);
+          w_pass_lanes(lanes_out, lanes_in, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), c.i0, c.i1, c.o0);
+          lanes_to_lines(dst + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
+        }
       }
     };
 
@@ -515,8 +556,9 @@ at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grads.scalar_type(), "resize_bicubic_v2_grad_cpu", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    const AxisTable<acc_t> th(in_h, OH, align_corners, scale_h);
-    const AxisTable<acc_t> tw(in_w, OW, align_corners, scale_w);
+    using Table = AxisTable<acc_t>;
+    const Table th(in_h, OH, align_corners, scale_h, Table::Form::Scatter);
+    const Table tw(in_w, OW, align_corners, scale_w, Table::Form::Gather);
     grad_engine<scalar_t, acc_t>(grads, out, th, tw, channels_last);
   });
   return out;

@@ -1,0 +1,55 @@
+"""The CPU kernel's extra memory stays below one float32 copy of the larger of grads and output (issue #3),
+also for shapes that would blow up a naive transposed W pass: very wide rows and extreme W reductions.
+Peak RSS is read in a fresh process, after a small warm-up call has started the worker threads.
+
+Beyond its bounded scratch the kernel holds two per-axis tables of about 64 bytes per grads row and column.
+For ordinary shapes they are tiny next to the tensors; when a grads column holds fewer than 16 floats
+(N * C * H_grads < 16, as in some cases here) they can exceed a float32 copy, so the bound checked is
+one copy plus the tables."""
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r"""
+import resource, sys, torch, torch_resize_bicubic as trb
+grads_shape, image_hw = eval(sys.argv[1]), eval(sys.argv[2])
+trb.resize_bicubic_v2_grad(torch.randn(1, 1, 8, 8), torch.empty(1, 1, 4, 4))   # threads, small scratch
+g = torch.randn(grads_shape)
+image = torch.empty(1).expand(grads_shape[0], grads_shape[1], *image_hw)           # shape only, no memory
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+out = trb.resize_bicubic_v2_grad(g, image)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+oh, ow = g.shape[2], g.shape[3]
+print((after - before) * 1024, out.numel() * 4, g.numel() * 4, 64 * (oh + ow) + 8 * out.shape[3])
+"""
+
+CASES = [
+    ((1, 4, 16, 1 << 16), (8, 1 << 17)),  # ordinary proportions, rows too wide for the transposed pass
+    ((2, 8, 64, 2048), (128, 1024)),      # ordinary proportions, transposed pass
+    ((1, 1, 2, 1 << 18), (1, 1 << 19)),   # wide rows, W pass first in H, upscale in W
+    ((1, 1, 4, 1 << 19), (2, 1 << 18)),   # wide rows, H pass first
+    ((1, 1, 2, 1 << 20), (1, 16)),        # extreme W reduction: untransposed W pass
+    ((1, 3, 2, 1 << 18), (3, 1 << 17)),   # few interleaved channels (channels_last below)
+]
+
+
+@pytest.mark.parametrize("grads_shape,image_hw", CASES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_peak_extra_memory_below_one_float32_copy(grads_shape, image_hw, channels_last):
+    script = SCRIPT
+    if channels_last:
+        script = script.replace("g = torch.randn(grads_shape)",
+                                "g = torch.randn(grads_shape).contiguous(memory_format=torch.channels_last)")
+    done = subprocess.run([sys.executable, "-c", script, repr(grads_shape), repr(image_hw)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    grew, out_bytes, grads_bytes, table_bytes = map(int, done.stdout.split())
+    # The output itself is new memory too; everything beyond it is the kernel's. 1 MiB of slack covers the
+    # allocator's and the interpreter's own noise.
+    extra = grew - out_bytes
+    n, c, oh, _ = grads_shape
+    allowed = max(out_bytes, grads_bytes) + (1 << 20)
+    if n * c * oh < 16:  # degenerate: a grads column is smaller than its table entry
+        allowed += table_bytes
+    assert extra < allowed, (grew, out_bytes, grads_bytes, table_bytes)
