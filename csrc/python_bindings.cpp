@@ -20,6 +20,24 @@ rbg::TensorInfo info(const std::vector<int64_t>& shape, const std::string& dtype
   return {shape, it == kTypes.end() ? rbg::DType::Unsupported : it->second, dtype, device};
 }
 
+// The host-tiling input shared by npu_tiling and emulate_npu_kernel (platform sizes stay at their defaults).
+rbg::TilingInput tiling_input(std::vector<int64_t> grads_shape, std::vector<int64_t> image_shape, rbg::DType dtype,
+                              std::string dtype_name, std::string data_format, bool align_corners,
+                              const std::vector<double>& scales, int64_t core_num, bool deterministic) {
+  for (double s : scales) rbg::check_scale_value("scales", s);
+  rbg::TilingInput in;
+  in.grads_shape = std::move(grads_shape);
+  in.image_shape = std::move(image_shape);
+  in.dtype = in.image_dtype = dtype;
+  in.dtype_name = std::move(dtype_name);
+  in.data_format = std::move(data_format);
+  in.align_corners = align_corners;
+  in.scales.assign(scales.begin(), scales.end());
+  in.core_num = core_num;
+  in.deterministic = deterministic;
+  return in;
+}
+
 }  // namespace
 
 
@@ -62,19 +80,10 @@ PYBIND11_MODULE(_C, m) {
       [](const std::vector<int64_t>& grads_shape, const std::vector<int64_t>& image_shape, const std::string& dtype,
          const std::string& data_format, bool align_corners, const std::vector<double>& scales, int64_t core_num,
          int64_t ub_size, int64_t ub_block_size, bool deterministic) {
-        rbg::TilingInput in;
-        in.grads_shape = grads_shape;
-        in.image_shape = image_shape;
-        in.dtype = in.image_dtype = info({}, dtype, "").dtype;
-        in.dtype_name = dtype;
-        in.data_format = data_format;
-        in.align_corners = align_corners;
-        in.scales.assign(scales.begin(), scales.end());
-        for (double s : scales) rbg::check_scale_value("scales", s);
-        in.core_num = core_num;
+        rbg::TilingInput in = tiling_input(grads_shape, image_shape, info({}, dtype, "").dtype, dtype, data_format,
+                                           align_corners, scales, core_num, deterministic);
         in.ub_size = ub_size;
         in.ub_block_size = ub_block_size;
-        in.deterministic = deterministic;
         const rbg::TilingResult r = rbg::compute_tiling(in);
         return py::make_tuple(r.tiling_key, r.block_dim, r.workspace_size, r.fields());
       },
@@ -84,17 +93,9 @@ PYBIND11_MODULE(_C, m) {
       [](const at::Tensor& grads, const std::vector<int64_t>& image_shape, const std::string& data_format,
          bool align_corners, const std::vector<double>& scales, int64_t core_num, bool deterministic,
          bool force_idx64) {
-        rbg::TilingInput in;
-        in.grads_shape = grads.sizes().vec();
-        in.image_shape = image_shape;
-        in.dtype = in.image_dtype = rbg::to_dtype(grads.scalar_type());
-        in.dtype_name = std::string(c10::toString(grads.scalar_type()));
-        in.data_format = data_format;
-        in.align_corners = align_corners;
-        in.scales.assign(scales.begin(), scales.end());
-        for (double s : scales) rbg::check_scale_value("scales", s);
-        in.core_num = core_num;
-        in.deterministic = deterministic;
+        rbg::TilingInput in = tiling_input(grads.sizes().vec(), image_shape, rbg::to_dtype(grads.scalar_type()),
+                                           std::string(c10::toString(grads.scalar_type())), data_format,
+                                           align_corners, scales, core_num, deterministic);
         in.force_idx64 = force_idx64;
         rbg::TilingResult r;
         at::Tensor y = rbg::emu::emulate(grads, in, r);

@@ -168,50 +168,39 @@ RBG_MULTIVERSION void w_pass_lanes(acc_t* __restrict out, const acc_t* __restric
 // of kTile positions keep both sides of the transpose in L1; whole float tiles of NCHW rows go through
 // the AVX-512 transpose where the CPU has it.
 constexpr int64_t kTile = 16;
-// The loops for interleaved channels; kCl > 0 fixes the channel count at compile time so that the
-// innermost copy becomes a few moves.
-template <int kCl, typename acc_t>
-RBG_MULTIVERSION void lines_to_lanes_loop(acc_t* __restrict blk, const acc_t* __restrict base, int64_t row_len,
-                                          int64_t cl_runtime, int64_t lines, int64_t n) {
+// The loops for interleaved channels, one direction each way; kCl > 0 fixes the channel count at compile
+// time so that the innermost copy becomes a few moves.
+template <int kCl, bool kToLanes, typename acc_t>
+RBG_MULTIVERSION void transpose_lines_loop(acc_t* __restrict blk, acc_t* __restrict base, int64_t row_len,
+                                           int64_t cl_runtime, int64_t lines, int64_t n) {
   constexpr int64_t L = kLanes<acc_t>;
   const int64_t cl = kCl > 0 ? kCl : cl_runtime;
   for (int64_t o0 = 0; o0 < n; o0 += kTile) {
     const int64_t o1 = std::min(n, o0 + kTile);
     for (int64_t l0 = 0; l0 < lines; l0 += cl) {  // one row: its channels are contiguous on both sides
-      const acc_t* __restrict row = base + (l0 / cl) * row_len;
-      for (int64_t o = o0; o < o1; ++o)
-        for (int64_t c = 0; c < cl; ++c) blk[o * L + l0 + c] = row[o * cl + c];
+      acc_t* __restrict row = base + (l0 / cl) * row_len;
+      for (int64_t o = o0; o < o1; ++o) {
+        for (int64_t c = 0; c < cl; ++c) {
+          if constexpr (kToLanes) {
+            blk[o * L + l0 + c] = row[o * cl + c];
+          } else {
+            row[o * cl + c] = blk[o * L + l0 + c];
+          }
+        }
+      }
     }
   }
   // Unused lanes hold zeros, never stale values (a stale subnormal would slow every later step down).
-  if (lines < L)
+  if (kToLanes && lines < L)
     for (int64_t o = 0; o < n; ++o)
       for (int64_t l = lines; l < L; ++l) blk[o * L + l] = 0;
-}
-template <int kCl, typename acc_t>
-RBG_MULTIVERSION void lanes_to_lines_loop(acc_t* __restrict base, const acc_t* __restrict blk, int64_t row_len,
-                                          int64_t cl_runtime, int64_t lines, int64_t n) {
-  constexpr int64_t L = kLanes<acc_t>;
-  const int64_t cl = kCl > 0 ? kCl : cl_runtime;
-  for (int64_t o0 = 0; o0 < n; o0 += kTile) {
-    const int64_t o1 = std::min(n, o0 + kTile);
-    for (int64_t l0 = 0; l0 < lines; l0 += cl) {
-      acc_t* __restrict row = base + (l0 / cl) * row_len;
-      for (int64_t o = o0; o < o1; ++o)
-        for (int64_t c = 0; c < cl; ++c) row[o * cl + c] = blk[o * L + l0 + c];
-    }
-  }
 }
 // Picks the loop for cl: the common image channel counts get their own copy.
 template <bool kToLanes, typename acc_t>
 void transpose_loop(acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
   auto run = [&](auto cl_constant) {
     constexpr int kCl = decltype(cl_constant)::value;
-    if constexpr (kToLanes) {
-      lines_to_lanes_loop<kCl>(blk, base, row_len, cl, lines, n);
-    } else {
-      lanes_to_lines_loop<kCl>(base, blk, row_len, cl, lines, n);
-    }
+    transpose_lines_loop<kCl, kToLanes>(blk, base, row_len, cl, lines, n);
   };
   switch (cl) {
     case 1: return run(std::integral_constant<int, 1>{});

@@ -10,9 +10,7 @@ namespace {
 
 template <typename T>
 void launch(const TilingResult& tiling, const at::Tensor& grads, at::Tensor& y, at::Tensor& workspace) {
-  const uint8_t* data = tiling.is_all_copy() ? reinterpret_cast<const uint8_t*>(&tiling.all_copy)
-                        : tiling.is_simt()   ? reinterpret_cast<const uint8_t*>(&tiling.simt)
-                                             : reinterpret_cast<const uint8_t*>(&tiling.determine);
+  const uint8_t* data = static_cast<const uint8_t*>(tiling.data());
   const T* g = reinterpret_cast<const T*>(grads.const_data_ptr());
   T* out = reinterpret_cast<T*>(y.mutable_data_ptr());
   float* ws = workspace.numel() ? workspace.mutable_data_ptr<float>() : nullptr;

@@ -63,14 +63,9 @@ at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool alig
   in.deterministic = at::globalContext().deterministicAlgorithms();
   const TilingResult tiling = checked([&] { return compute_tiling(in); });
 
-  const void* data = tiling.is_all_copy() ? static_cast<const void*>(&tiling.all_copy)
-                     : tiling.is_simt()   ? static_cast<const void*>(&tiling.simt)
-                                          : static_cast<const void*>(&tiling.determine);
-  const size_t bytes = tiling.is_all_copy() ? sizeof(tiling.all_copy)
-                       : tiling.is_simt()   ? sizeof(tiling.simt)
-                                            : sizeof(tiling.determine);
-  at::Tensor host_tiling = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
-  std::memcpy(host_tiling.data_ptr(), data, bytes);
+  at::Tensor host_tiling =
+      at::empty({static_cast<int64_t>(tiling.data_size())}, at::TensorOptions().dtype(at::kByte));
+  std::memcpy(host_tiling.data_ptr(), tiling.data(), tiling.data_size());
   at::Tensor dev_tiling = host_tiling.to(grads.device());
   at::Tensor workspace = at::empty({std::max<int64_t>(1, tiling.workspace_size / 4)},
                                    grads.options().dtype(at::kFloat).memory_format(at::MemoryFormat::Contiguous));

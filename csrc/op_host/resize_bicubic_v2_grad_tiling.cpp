@@ -201,4 +201,16 @@ std::vector<std::pair<std::string, double>> TilingResult::fields() const {
            {"scaleW", d(t.scaleW)}};
 }
 
+const void* TilingResult::data() const {
+  if (is_all_copy()) return &all_copy;
+  if (is_simt()) return &simt;
+  return &determine;
+}
+
+size_t TilingResult::data_size() const {
+  if (is_all_copy()) return sizeof(all_copy);
+  if (is_simt()) return sizeof(simt);
+  return sizeof(determine);
+}
+
 }  // namespace rbg

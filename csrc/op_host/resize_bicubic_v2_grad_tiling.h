@@ -4,6 +4,7 @@
 // (cann/resize_bicubic_v2_grad_tiling_cann.cpp) feeds it from a TilingContext.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -44,6 +45,9 @@ struct TilingResult {
   bool uses_idx64() const {
     return tiling_key == kKeySimtIdx64 || tiling_key == kKeyDetermineIdx64 || tiling_key == kKeyDetermineSplitKIdx64;
   }
+  // The chosen TilingData struct as the kernel reads it: its bytes and their count.
+  const void* data() const;
+  size_t data_size() const;
   // The chosen struct's fields under CANN's names, in declaration order (floats as double).
   std::vector<std::pair<std::string, double>> fields() const;
 };

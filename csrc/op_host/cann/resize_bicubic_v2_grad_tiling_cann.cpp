@@ -114,16 +114,10 @@ ge::graphStatus TilingResizeBicubicV2Grad(gert::TilingContext* context) {
     return fail(context, e.what());
   }
 
-  const void* data = plan.is_all_copy() ? static_cast<const void*>(&plan.all_copy)
-                     : plan.is_simt()   ? static_cast<const void*>(&plan.simt)
-                                        : static_cast<const void*>(&plan.determine);
-  const size_t bytes = plan.is_all_copy() ? sizeof(plan.all_copy)
-                       : plan.is_simt()   ? sizeof(plan.simt)
-                                          : sizeof(plan.determine);
   gert::TilingData* raw = context->GetRawTilingData();
-  if (raw == nullptr || raw->GetCapacity() < bytes) return fail(context, "tiling data buffer too small");
-  std::memcpy(raw->GetData(), data, bytes);
-  raw->SetDataSize(bytes);
+  if (raw == nullptr || raw->GetCapacity() < plan.data_size()) return fail(context, "tiling data buffer too small");
+  std::memcpy(raw->GetData(), plan.data(), plan.data_size());
+  raw->SetDataSize(plan.data_size());
 
   context->SetTilingKey(static_cast<uint64_t>(plan.tiling_key));
   context->SetBlockDim(static_cast<uint32_t>(plan.block_dim));
