@@ -6,13 +6,6 @@ import torch
 import torch_resize_bicubic as trb
 from helpers import assert_matches_reference, make_layout
 
-@pytest.fixture
-def restore_threads():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
 CASES = [
     # (grads shape, image H, W, align, scales)
     ((1, 1, 300, 257), (151, 129), False, (0.0, 0.0)),   # N*C = 1: row blocks of one plane
@@ -31,7 +24,7 @@ CASES = [
 @pytest.mark.parametrize("shape,in_hw,align,scales", CASES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, layout, restore_threads):
+def test_bitwise_equal_across_thread_counts(shape, in_hw, align, scales, dtype, layout):
     g = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(dtype), layout)
     image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
     results = []
