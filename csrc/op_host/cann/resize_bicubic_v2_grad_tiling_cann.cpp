@@ -91,9 +91,9 @@ ge::graphStatus TilingResizeBicubicV2Grad(gert::TilingContext* context) {
     in.scales.assign(data, data + scales->GetSize());  // compute_tiling rejects a length other than 2
   }
 
-  const fe::PlatFormInfos* platform = context->GetPlatformInfo();
+  auto* platform = context->GetPlatformInfo();
   if (platform != nullptr) {
-    const platform_ascendc::PlatformAscendC ascendc(platform);
+    platform_ascendc::PlatformAscendC ascendc(platform);
     uint64_t ub_size = 0;
     ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub_size);
     in.core_num = ascendc.GetCoreNumAiv();
@@ -133,9 +133,9 @@ ge::graphStatus TilingResizeBicubicV2Grad(gert::TilingContext* context) {
 
 ge::graphStatus TilingParseResizeBicubicV2Grad(gert::TilingParseContext* context) {
   auto* info = context->GetCompiledInfo<ResizeBicubicV2GradCompileInfo>();
-  const fe::PlatFormInfos* platform = context->GetPlatformInfo();
+  auto* platform = context->GetPlatformInfo();
   if (info == nullptr || platform == nullptr) return ge::GRAPH_FAILED;
-  const platform_ascendc::PlatformAscendC ascendc(platform);
+  platform_ascendc::PlatformAscendC ascendc(platform);
   uint64_t ub_size = 0;
   ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub_size);
   info->coreNum = ascendc.GetCoreNumAiv();
