@@ -403,6 +403,7 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
   // than kMaxChunkSpan positions), take the untransposed pass instead: the same sums in the same order,
   // one row at a time, slower but within the memory bound.
   constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
+  constexpr int64_t kHPassChunkFloats = 8192;  // 32 KiB of S per H-pass column chunk
   struct WChunk {
     int64_t i0, i1, o0, o1;
   };
@@ -441,18 +442,19 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
     acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? kChunkOut * L : 0);
     acc_t* const obuf = sized(scratch.obuf, staged ? rows * out_row : 0);
 
-    // A grads row as contiguous floats (in place when it already is one).
-    auto grads_row = [&](const scalar_t* gr, acc_t* buf) -> const acc_t* {
+    // Elements [e0, e0 + len) of a grads row (element e = ox * cl + c) as contiguous floats, in place when
+    // they already are.
+    auto grads_row = [&](const scalar_t* gr, acc_t* buf, int64_t e0 = 0, int64_t len = -1) -> const acc_t* {
+      if (len < 0) len = in_row;
       if (contiguous_row) {
         if constexpr (direct) {
-          return gr;
+          return gr + e0;
         } else {
-          widen(buf, gr, in_row);
+          widen(buf, gr + e0, len);
           return buf;
         }
       }
-      for (int64_t ox = 0; ox < OW; ++ox)
-        for (int64_t c = 0; c < cl; ++c) buf[ox * cl + c] = static_cast<acc_t>(gr[ox * sw + c * sc]);
+      for (int64_t e = e0; e < e0 + len; ++e) buf[e - e0] = static_cast<acc_t>(gr[(e / cl) * sw + (e % cl) * sc]);
       return buf;
     };
 
@@ -485,11 +487,16 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
 
       if (h_first) {
         std::fill(mid, mid + (iy1 - iy0) * in_row, acc_t(0));
-        for (int64_t oy = oy0; oy < oy1; ++oy) {
-          const acc_t* gv = grads_row(gu + oy * sh, gbuf);
-          for (int k = 0; k < 4; ++k) {
-            const int64_t iy = th.tap[4 * oy + k];
-            if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row, gv, th.w[4 * oy + k], in_row);
+        // Column chunks keep the task's slice of S in L1 while every contributing grads row is added.
+        const int64_t chunk = std::max<int64_t>(256, kHPassChunkFloats / (iy1 - iy0)) / 16 * 16;
+        for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
+          const int64_t len = std::min(chunk, in_row - e0);
+          for (int64_t oy = oy0; oy < oy1; ++oy) {
+            const acc_t* gv = grads_row(gu + oy * sh, gbuf, e0, len);
+            for (int k = 0; k < 4; ++k) {
+              const int64_t iy = th.tap[4 * oy + k];
+              if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row + e0, gv, th.w[4 * oy + k], len);
+            }
           }
         }
         w_pass_rows(ob, mid, in_row, iy1 - iy0);
