@@ -403,7 +403,7 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
   // than kMaxChunkSpan positions), take the untransposed pass instead: the same sums in the same order,
   // one row at a time, slower but within the memory bound.
   constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
-  constexpr int64_t kHPassChunkFloats = 8192;  // 32 KiB of S per H-pass column chunk
+  constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
   struct WChunk {
     int64_t i0, i1, o0, o1;
   };
@@ -487,8 +487,12 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
 
       if (h_first) {
         std::fill(mid, mid + (iy1 - iy0) * in_row, acc_t(0));
-        // Column chunks keep the task's slice of S in L1 while every contributing grads row is added.
-        const int64_t chunk = std::max<int64_t>(256, kHPassChunkFloats / (iy1 - iy0)) / 16 * 16;
+        // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S
+        // stays in L1 while every contributing grads row is added; chunks of at least 1024 floats keep the
+        // grads reads long enough for the prefetcher. Narrower rows go whole.
+        const int64_t chunk = in_row <= kHPassChunkFloats / 2
+                                  ? in_row
+                                  : std::max<int64_t>(1024, kHPassChunkFloats / (iy1 - iy0)) / 16 * 16;
         for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
           const int64_t len = std::min(chunk, in_row - e0);
           for (int64_t oy = oy0; oy < oy1; ++oy) {
