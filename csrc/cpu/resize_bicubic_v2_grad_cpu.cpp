@@ -49,6 +49,12 @@ RBG_MULTIVERSION void axpy(float* __restrict y, const float* __restrict x, float
 RBG_MULTIVERSION void axpy(double* __restrict y, const double* __restrict x, double w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
 }
+// The first add into a row that would otherwise be zero-filled first: 0 + w * x, the same bits as the
+// fill followed by axpy (including +0 for a -0 product), in one pass over the row instead of two.
+template <typename acc_t>
+RBG_MULTIVERSION void axpy_into_zero(acc_t* __restrict y, const acc_t* __restrict x, acc_t w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = acc_t(0) + w * x[i];
+}
 RBG_MULTIVERSION void widen(float* __restrict y, const c10::BFloat16* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
 }
@@ -114,6 +120,27 @@ __attribute__((target("avx512f"))) void transpose_tile(float* dst, int64_t dst_s
     r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
   }
   for (int o = 0; o < cols; ++o) _mm512_mask_storeu_ps(dst + o * dst_stride, store_mask, r[o]);
+}
+
+// Interleaved channels (1 < cl <= 16): the cl values of one row at one position move as one masked vector,
+// between row[o * cl + c] and blk[o * 16 + l0 + c]. Lanes past `lines` are zeroed on the way to lanes.
+__attribute__((target("avx512f"))) void move_channel_groups(float* blk, float* base, int64_t row_len, int64_t cl,
+                                                            int64_t lines, int64_t n, bool to_lanes) {
+  const __mmask16 m = static_cast<__mmask16>((1u << cl) - 1);
+  for (int64_t l0 = 0; l0 < lines; l0 += cl) {
+    float* row = base + (l0 / cl) * row_len;
+    if (to_lanes) {
+      for (int64_t o = 0; o < n; ++o)
+        _mm512_mask_storeu_ps(blk + o * 16 + l0, m, _mm512_maskz_loadu_ps(m, row + o * cl));
+    } else {
+      for (int64_t o = 0; o < n; ++o)
+        _mm512_mask_storeu_ps(row + o * cl, m, _mm512_maskz_loadu_ps(m, blk + o * 16 + l0));
+    }
+  }
+  if (to_lanes && lines < 16) {
+    const __mmask16 unused = static_cast<__mmask16>(~((1u << lines) - 1));
+    for (int64_t o = 0; o < n; ++o) _mm512_mask_storeu_ps(blk + o * 16, unused, _mm512_setzero_ps());
+  }
 }
 #endif
 
@@ -211,11 +238,19 @@ void transpose_loop(acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_
   }
 }
 
-// Float NCHW rows (cl == 1) go through the AVX-512 tile transpose where the CPU has it.
+// Float rows use AVX-512 where the CPU has it: tile transposes for NCHW rows (cl == 1), masked vector
+// moves for interleaved channels.
 template <typename acc_t>
 bool fast_transpose(int64_t cl) {
 #ifdef RBG_X86_FAST
   if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && has_avx512();
+#endif
+  return false;
+}
+template <typename acc_t>
+bool fast_channel_groups(int64_t cl) {
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) return cl > 1 && cl <= kLanes<float> && has_avx512();
 #endif
   return false;
 }
@@ -229,6 +264,7 @@ void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, 
                        static_cast<int>(std::min(kTile, n - o0)), kLanes<float>);
       return;
     }
+    if (fast_channel_groups<acc_t>(cl)) return move_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
   }
 #endif
   transpose_loop<true>(blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
@@ -245,6 +281,7 @@ void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, 
       }
       return;
     }
+    if (fast_channel_groups<acc_t>(cl)) return move_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
   }
 #endif
   transpose_loop<false>(const_cast<acc_t*>(blk), base, row_len, cl, lines, n);
@@ -355,6 +392,7 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
 template <typename acc_t>
 struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
+  std::vector<uint8_t> row_started;
   static Scratch& local() {
     static thread_local Scratch scratch;
     return scratch;
@@ -505,7 +543,9 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
         }
         w_pass_rows(ob, mid, in_row, iy1 - iy0);
       } else {
-        std::fill(ob, ob + (iy1 - iy0) * out_row, acc_t(0));
+        // Output rows start at their first contribution rather than with a separate zero fill.
+        std::vector<uint8_t>& started = scratch.row_started;
+        started.assign(iy1 - iy0, 0);
         for (int64_t oyg = oy0; oyg < oy1; oyg += group) {
           const int64_t n = std::min(group, oy1 - oyg);
           const acc_t* src;
@@ -523,10 +563,19 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
             const int64_t oy = oyg + r;
             for (int k = 0; k < 4; ++k) {
               const int64_t iy = th.tap[4 * oy + k];
-              if (iy >= iy0 && iy < iy1) axpy(ob + (iy - iy0) * out_row, mid + r * out_row, th.w[4 * oy + k], out_row);
+              if (iy < iy0 || iy >= iy1) continue;
+              acc_t* row = ob + (iy - iy0) * out_row;
+              if (started[iy - iy0]) {
+                axpy(row, mid + r * out_row, th.w[4 * oy + k], out_row);
+              } else {
+                axpy_into_zero(row, mid + r * out_row, th.w[4 * oy + k], out_row);
+                started[iy - iy0] = 1;
+              }
             }
           }
         }
+        for (int64_t r = 0; r < iy1 - iy0; ++r)
+          if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
       }
       if (staged) {
         if constexpr (direct) {
