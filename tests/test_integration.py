@@ -115,6 +115,9 @@ def _ddp_worker(rank, world, port, out_dir):
     shard = data[rank * 2:(rank + 1) * 2]
     model(shard).square().mean().backward()
     torch.save([p.grad for p in model.parameters()], os.path.join(out_dir, f"rank{rank}.pt"))
+    # Both ranks reach teardown before either closes its gloo connections: a peer that disconnects while
+    # the other rank's gloo thread still listens can abort that process (seen once in CI).
+    dist.barrier()
     dist.destroy_process_group()
 
 
