@@ -20,15 +20,13 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "../common/bicubic_math.h"
+#include "x86_simd.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RBG_NO_MULTIVERSION)
 // GCC function multi-versioning: the loader picks the widest ISA the CPU has. The loops are
@@ -58,92 +56,7 @@ RBG_MULTIVERSION void axpy_into_zero(acc_t* __restrict y, const acc_t* __restric
 RBG_MULTIVERSION void widen(float* __restrict y, const c10::BFloat16* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
 }
-
-// ---- x86 fast paths: pure data movement and exact IEEE conversions, so bit-identical to the loops ------
-
-#if defined(__GNUC__) && defined(__x86_64__)
-#define RBG_X86_FAST 1
-// RBG_CPU_NO_AVX512=1 forces the portable loops (the tests use it to check both paths give the same bits).
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && std::getenv("RBG_CPU_NO_AVX512") == nullptr;
-  return yes;
-}
-
-// float16 <-> float32 with the F16C instructions of AVX-512 (round to nearest even, like c10::Half).
-__attribute__((target("avx512f"))) void widen_avx512(float* y, const c10::Half* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
-  for (; i < n; ++i) y[i] = static_cast<float>(x[i]);
-}
-__attribute__((target("avx512f"))) void narrow_avx512(c10::Half* y, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
-}
-
-// dst[o * dst_stride + l] = src[l * src_stride + o] for l < rows, o < cols (both at most 16): masked
-// loads of the source rows (zeros elsewhere), a 16 x 16 transpose in registers (unpack pairs of rows, then
-// pairs of pairs, then regroup the 128-bit lanes twice), and stores of the first `cols` result rows, each
-// `store_width` (>= rows; the extra lanes get zeros) wide.
-__attribute__((target("avx512f"))) void transpose_tile(float* dst, int64_t dst_stride, const float* src,
-                                                       int64_t src_stride, int rows, int cols, int store_width) {
-  const __mmask16 load_mask = static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 store_mask = static_cast<__mmask16>((1u << store_width) - 1);
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i)
-    r[i] = i < rows ? _mm512_maskz_loadu_ps(load_mask, src + i * src_stride) : _mm512_setzero_ps();
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // r[4i + j], 128-bit lane k: rows 4i..4i+3 of column 4k + j
-    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int j = 0; j < 4; ++j) {
-    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
-    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
-  }
-  for (int j = 0; j < 4; ++j) {  // result row o = column o of the source
-    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
-    r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
-    r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
-  }
-  for (int o = 0; o < cols; ++o) _mm512_mask_storeu_ps(dst + o * dst_stride, store_mask, r[o]);
-}
-
-// Interleaved channels (1 < cl <= 16): the cl values of one row at one position move as one masked vector,
-// between row[o * cl + c] and blk[o * 16 + l0 + c]. Lanes past `lines` are zeroed on the way to lanes.
-__attribute__((target("avx512f"))) void move_channel_groups(float* blk, float* base, int64_t row_len, int64_t cl,
-                                                            int64_t lines, int64_t n, bool to_lanes) {
-  const __mmask16 m = static_cast<__mmask16>((1u << cl) - 1);
-  for (int64_t l0 = 0; l0 < lines; l0 += cl) {
-    float* row = base + (l0 / cl) * row_len;
-    if (to_lanes) {
-      for (int64_t o = 0; o < n; ++o)
-        _mm512_mask_storeu_ps(blk + o * 16 + l0, m, _mm512_maskz_loadu_ps(m, row + o * cl));
-    } else {
-      for (int64_t o = 0; o < n; ++o)
-        _mm512_mask_storeu_ps(row + o * cl, m, _mm512_maskz_loadu_ps(m, blk + o * 16 + l0));
-    }
-  }
-  if (to_lanes && lines < 16) {
-    const __mmask16 unused = static_cast<__mmask16>(~((1u << lines) - 1));
-    for (int64_t o = 0; o < n; ++o) _mm512_mask_storeu_ps(blk + o * 16, unused, _mm512_setzero_ps());
-  }
-}
-#endif
-
+// float16 conversions: F16C where x86_simd.h has it, else c10's exact software conversion.
 RBG_MULTIVERSION void widen_loop(float* __restrict y, const c10::Half* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
 }
@@ -152,7 +65,7 @@ RBG_MULTIVERSION void narrow_loop(c10::Half* __restrict y, const float* __restri
 }
 void widen(float* y, const c10::Half* x, int64_t n) {
 #ifdef RBG_X86_FAST
-  if (has_avx512()) return widen_avx512(y, x, n);
+  if (x86::has_avx512()) return x86::widen_avx512(y, x, n);
 #endif
   widen_loop(y, x, n);
 }
@@ -161,7 +74,7 @@ RBG_MULTIVERSION void narrow(c10::BFloat16* __restrict y, const float* __restric
 }
 void narrow(c10::Half* y, const float* x, int64_t n) {
 #ifdef RBG_X86_FAST
-  if (has_avx512()) return narrow_avx512(y, x, n);
+  if (x86::has_avx512()) return x86::narrow_avx512(y, x, n);
 #endif
   narrow_loop(y, x, n);
 }
@@ -243,14 +156,14 @@ void transpose_loop(acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_
 template <typename acc_t>
 bool fast_transpose(int64_t cl) {
 #ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && has_avx512();
+  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && x86::has_avx512();
 #endif
   return false;
 }
 template <typename acc_t>
 bool fast_channel_groups(int64_t cl) {
 #ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) return cl > 1 && cl <= kLanes<float> && has_avx512();
+  if constexpr (std::is_same_v<acc_t, float>) return cl > 1 && cl <= kLanes<float> && x86::has_avx512();
 #endif
   return false;
 }
@@ -260,11 +173,11 @@ void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, 
   if constexpr (std::is_same_v<acc_t, float>) {
     if (fast_transpose<acc_t>(cl)) {
       for (int64_t o0 = 0; o0 < n; o0 += kTile)
-        transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
+        x86::transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
                        static_cast<int>(std::min(kTile, n - o0)), kLanes<float>);
       return;
     }
-    if (fast_channel_groups<acc_t>(cl)) return move_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
+    if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
   }
 #endif
   transpose_loop<true>(blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
@@ -276,12 +189,12 @@ void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, 
     if (fast_transpose<acc_t>(cl)) {
       for (int64_t o0 = 0; o0 < n; o0 += kTile) {
         const int positions = static_cast<int>(std::min(kTile, n - o0));
-        transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
+        x86::transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
                        static_cast<int>(lines), positions);
       }
       return;
     }
-    if (fast_channel_groups<acc_t>(cl)) return move_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
+    if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
   }
 #endif
   transpose_loop<false>(const_cast<acc_t*>(blk), base, row_len, cl, lines, n);
