@@ -17,6 +17,8 @@ CASES = [
     ((1, 12, 61, 45), (30, 91), True, (0.0, 0.0)),       # 12 channels: one row per transposed block
     ((1, 2, 3, 4200), (5, 8), False, (0.0, 0.0)),        # extreme W reduction: untransposed W pass
     ((1, 2, 5, 4), (3, 16400), False, (0.0, 0.0)),       # rows too wide for a transposed row group
+    ((1, 2, 40, 700), (23, 2100), False, (0.0, 0.0)),    # several W-pass chunks, H pass first
+    ((1, 3, 30, 2500), (61, 1300), True, (0.0, 0.0)),    # several W-pass chunks, W pass first
     ((1, 1, 2048, 3), (2, 3), False, (0.0, 0.0)),        # extreme H reduction, same W
 ]
 
