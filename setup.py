@@ -41,6 +41,9 @@ if os.environ.get("RBG_SANITIZE"):
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-DRBG_NO_MULTIVERSION"]
     link_flags = ["-fopenmp", "-fsanitize=address,undefined"]
 
+NPU_SOC_VERSION = os.environ.get("NPU_SOC_VERSION", "ascend950")
+
+
 def npu_build_plan():
     """(cann path or None, one line saying what is built)."""
     if os.environ.get("RBG_NO_NPU"):
@@ -55,8 +58,8 @@ def npu_build_plan():
         has_torch_npu = False
     if not has_torch_npu:
         return None, f"CANN found at {cann} but torch_npu is not installed: building the CPU parts only."
-    soc = os.environ.get("NPU_SOC_VERSION", "ascend950")
-    return cann, f"CANN found at {cann}: also building the NPU kernels for {soc} and the PrivateUse1 glue (_npu)."
+    return cann, (f"CANN found at {cann}: also building the NPU kernels for {NPU_SOC_VERSION} and the "
+                  "PrivateUse1 glue (_npu).")
 
 
 cann, npu_note = npu_build_plan()
@@ -83,7 +86,7 @@ class BuildWithNpu(BuildExtension.with_options(use_ninja=True)):
             f"-DTorch_DIR={os.path.join(torch.utils.cmake_prefix_path, 'Torch')}",
             f"-DTORCH_NPU_PATH={os.path.dirname(torch_npu.__file__)}",
             f"-DPython3_EXECUTABLE={sys.executable}",
-            f"-DNPU_SOC_VERSION={os.environ.get('NPU_SOC_VERSION', 'ascend950')}",
+            f"-DNPU_SOC_VERSION={NPU_SOC_VERSION}",
             f"-DRBG_OUTPUT_DIR={package_dir}",
         ])
         subprocess.check_call(["cmake", "--build", build_dir, "-j"])
