@@ -27,6 +27,13 @@ inline TensorInfo tensor_info(const at::Tensor& t) {
                     t.device().str()};
 }
 
+// The output layout of every op in the library: PyTorch's own rule for a tensor's layout
+// (suggest_memory_format), so channels_last in gives channels_last out and every ambiguous case (size-1
+// axes) resolves as PyTorch's own ops and the fake kernels (torch._prims_common.suggest_memory_format) do.
+inline at::MemoryFormat output_memory_format(const at::Tensor& input) {
+  return input.dim() == 4 ? input.suggest_memory_format() : at::MemoryFormat::Contiguous;
+}
+
 // Runs a validation callable, re-raising rbg::ArgError as the matching c10 error.
 template <typename F>
 auto checked(F&& f) -> decltype(f()) {

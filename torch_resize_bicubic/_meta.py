@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+from torch import _prims_common
 
 from . import _C
 
@@ -12,14 +13,16 @@ def _concrete(*values) -> bool:
     return all(isinstance(v, (int, float)) for v in values)
 
 
-def is_channels_last(t: torch.Tensor) -> bool:
-    """Output layout rule shared with the C++ kernels: channels_last only when grads is unambiguously so."""
-    return t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()
+def output_memory_format(t: torch.Tensor) -> torch.memory_format:
+    """The output layout of every op in the library, the same rule as the C++ kernels
+    (``rbg::output_memory_format``): PyTorch's ``suggest_memory_format`` of the input, so channels_last in
+    gives channels_last out and ambiguous strides (size-1 axes) resolve as in PyTorch's own ops."""
+    return _prims_common.suggest_memory_format(t) if t.dim() == 4 else torch.contiguous_format
 
 
 def _new_output(grads: torch.Tensor, shape: Sequence) -> torch.Tensor:
-    fmt = torch.channels_last if is_channels_last(grads) else torch.contiguous_format
-    return torch.empty(list(shape), dtype=grads.dtype, device=grads.device, memory_format=fmt)
+    return torch.empty(list(shape), dtype=grads.dtype, device=grads.device,
+                       memory_format=output_memory_format(grads))
 
 
 # ---- fake kernels: the shared C++ validation runs whenever the shapes are concrete ----------------------
@@ -48,9 +51,7 @@ def _resize_bicubic_v2_fake(images, size, align_corners=False, scales=(0.0, 0.0)
     if _concrete(*images.shape, *size):
         _C.check_resize_bicubic_v2(list(images.shape), str(images.dtype), str(images.device), list(size),
                                    list(scales))
-    fmt = torch.channels_last if is_channels_last(images) else torch.contiguous_format
-    return torch.empty([images.shape[0], images.shape[1], size[0], size[1]], dtype=images.dtype,
-                       device=images.device, memory_format=fmt)
+    return _new_output(images, [images.shape[0], images.shape[1], size[0], size[1]])
 
 
 # ---- autograd -------------------------------------------------------------------------------------------

@@ -75,26 +75,41 @@ RBG_FUNC acc_t source_index(acc_t scale, int64_t dst, bool align_corners) {
                        : scale * (static_cast<acc_t>(dst) + half) - half;
 }
 
-// i0 = min(floor(real), in - 1) and t = clamp(real - i0, 0, 1). Unlike PyTorch we also guard the float
-// to int64 conversion, so an infinite coordinate (huge user scale) is well defined.
+// Stands for a source coordinate beyond the int64 range (a user scale below ~1e-19). PyTorch converts
+// floorf(real) to int64 without a range check, which on x86 gives INT64_MIN for such values; we give the
+// same index on purpose, without undefined behaviour, so both directions pick exactly PyTorch's taps.
+constexpr int64_t kIndexOverflow = -9223372036854775807LL - 1;  // INT64_MIN
+
+// i0 = min(int64(floor(real)), in - 1) and t = clamp(real - i0, 0, 1), exactly as PyTorch's
+// guard_index_and_lambda (an out-of-range floor becomes kIndexOverflow, and then t = 1).
 template <typename acc_t>
 RBG_FUNC void index_and_lambda(acc_t real, int64_t in, int64_t& i0, acc_t& t) {
   const acc_t floored = static_cast<acc_t>(RBG_FLOOR_TO_FLOAT(real));
+  const acc_t limit = static_cast<acc_t>(9223372036854775808.0);  // 2^63
+  const int64_t index = (floored < limit && floored >= -limit) ? static_cast<int64_t>(floored) : kIndexOverflow;
   const int64_t last = in - 1;
-  i0 = (floored >= static_cast<acc_t>(last)) ? last : static_cast<int64_t>(floored);
-  acc_t frac = real - static_cast<acc_t>(i0);
+  i0 = index < last ? index : last;
+  const acc_t frac = real - static_cast<acc_t>(i0);
   const acc_t zero = static_cast<acc_t>(0);
   const acc_t one = static_cast<acc_t>(1);
   t = frac < zero ? zero : (frac > one ? one : frac);
-  // frac is NaN only if real is NaN; keep it NaN-free so taps stay in range and weights propagate NaN
-  // the way PyTorch's clamp does (max/min return the non-NaN operand there).
+  // frac is NaN only if real is NaN (a NaN scale, which the host never passes); keep taps in range.
   if (!(frac == frac)) t = zero;
 }
 
 // Tap k (0..3) of a destination whose floor index is i0, clamped to [0, in - 1] (replicated border).
+// For kIndexOverflow every tap is 0, as in PyTorch's forward.
 RBG_FUNC int64_t clamp_tap(int64_t i0, int k, int64_t in) {
+  if (i0 == kIndexOverflow) return 0;
   const int64_t i = i0 - 1 + k;
   return i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+}
+
+// The same for the gradient: PyTorch's backward computes i0 - 1 with wrap-around, so for kIndexOverflow
+// tap 0 (weight 0) lands on in - 1 and the others on 0. It matters only for where a NaN/inf spreads.
+RBG_FUNC int64_t clamp_grad_tap(int64_t i0, int k, int64_t in) {
+  if (i0 == kIndexOverflow) return k == 0 ? in - 1 : 0;
+  return clamp_tap(i0, k, in);
 }
 
 // Everything one destination index contributes along one axis: the floor index and four weights.

@@ -19,11 +19,13 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "../common/bicubic_math.h"
+#include "../torch_checks.h"
 #include "x86_simd.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RBG_NO_MULTIVERSION)
@@ -216,73 +218,87 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
   }
 }
 
-// ---- per-axis tables ---------------------------------------------------------------------------------
+// ---- per-axis maps ------------------------------------------------------------------------------------
 
-// The banded 1-D resampling matrix of one axis: for every grads index o, four clamped taps and weights,
-// plus the range of grads indices that can touch an output index (monotone in o). The H axis keeps the
-// taps (scatter form); the W axis keeps only their transpose (gather form), so each table costs about
-// 64 bytes per grads index (plus 8 per output index for the W axis).
-template <typename acc_t>
-struct AxisTable {
-  int64_t in = 0, out = 0;
-  std::vector<int64_t> tap;  // 4 per o, clamped to [0, in - 1] (scatter form only)
-  std::vector<acc_t> w;      // 4 per o (scatter form only)
-  std::vector<int64_t> tap_lo, tap_hi;  // smallest / largest tap of o
-  // The transpose, for gathering: the (o, weight) pairs of output index i, in ascending o then tap order,
-  // i.e. exactly the order in which a scatter over o would add them.
-  std::vector<int64_t> inv_ptr, inv_src;
-  std::vector<acc_t> inv_w;
-
-  enum class Form { Scatter, Gather };
-
-  AxisTable(int64_t in_, int64_t out_, bool align_corners, double user_scale, Form form) : in(in_), out(out_) {
-    const acc_t scale = area_pixel_scale<acc_t>(in, out, align_corners, user_scale);
-    auto taps_of = [&](int64_t o) { return axis_taps<acc_t>(scale, o, in, align_corners); };
-    tap_lo.resize(out);
-    tap_hi.resize(out);
-    if (form == Form::Scatter) {
-      tap.resize(4 * out);
-      w.resize(4 * out);
-      for (int64_t o = 0; o < out; ++o) {
-        const AxisTaps<acc_t> t = taps_of(o);
-        for (int k = 0; k < 4; ++k) {
-          tap[4 * o + k] = clamp_tap(t.i0, k, in);
-          w[4 * o + k] = t.w[k];
-        }
-        tap_lo[o] = tap[4 * o];
-        tap_hi[o] = tap[4 * o + 3];
-      }
-      return;
-    }
-    // Gather form in two passes over o (count, then fill), so the scatter form never exists at once.
-    inv_ptr.assign(in + 1, 0);
-    for (int64_t o = 0; o < out; ++o) {
-      const AxisTaps<acc_t> t = taps_of(o);
-      for (int k = 0; k < 4; ++k) ++inv_ptr[clamp_tap(t.i0, k, in) + 1];
-      tap_lo[o] = clamp_tap(t.i0, 0, in);
-      tap_hi[o] = clamp_tap(t.i0, 3, in);
-    }
-    for (int64_t i = 0; i < in; ++i) inv_ptr[i + 1] += inv_ptr[i];
-    inv_src.resize(4 * out);
-    inv_w.resize(4 * out);
-    std::vector<int64_t> fill(inv_ptr.begin(), inv_ptr.end() - 1);
-    for (int64_t o = 0; o < out; ++o) {
-      const AxisTaps<acc_t> t = taps_of(o);
-      for (int k = 0; k < 4; ++k) {
-        const int64_t slot = fill[clamp_tap(t.i0, k, in)]++;
-        inv_src[slot] = o;
-        inv_w[slot] = t.w[k];
-      }
-    }
+// First index in [lo, hi) where the monotone predicate holds (hi if none).
+template <typename Pred>
+int64_t first_true(int64_t lo, int64_t hi, Pred pred) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (pred(mid)) hi = mid; else lo = mid + 1;
   }
+  return lo;
+}
 
-  // Grads indices [first, last) whose taps can reach output indices [i_begin, i_end).
+// One axis of the gradient: the four image positions (taps) and weights of every grads index o, computed on
+// the fly from the shared math header (a few flops each), so that nothing grows with the axis length.
+template <typename math_t>
+struct AxisMap {
+  int64_t in = 0, out = 0;
+  bool align_corners = false;
+  math_t scale = 0;
+  // Grads indices from regular_end on have a source coordinate beyond int64 (user scales below ~1e-19);
+  // their taps touch both ends of the axis (kIndexOverflow), so they are a suffix handled apart.
+  int64_t regular_end = 0;
+
+  AxisMap(int64_t in_, int64_t out_, bool align, double user_scale)
+      : in(in_), out(out_), align_corners(align), scale(area_pixel_scale<math_t>(in_, out_, align, user_scale)) {
+    regular_end = first_true(0, out, [&](int64_t o) { return taps(o).i0 == kIndexOverflow; });
+  }
+  AxisTaps<math_t> taps(int64_t o) const { return axis_taps<math_t>(scale, o, in, align_corners); }
+  int64_t tap(const AxisTaps<math_t>& t, int k) const { return clamp_grad_tap(t.i0, k, in); }
+
+  // Grads indices [first, last) whose taps can reach image indices [i_begin, i_end). On the regular prefix
+  // the smallest and the largest tap are monotone in o, so two binary searches find the range.
   void contributors(int64_t i_begin, int64_t i_end, int64_t& first, int64_t& last) const {
-    first = std::lower_bound(tap_hi.begin(), tap_hi.end(), i_begin) - tap_hi.begin();
-    last = std::upper_bound(tap_lo.begin(), tap_lo.end(), i_end - 1) - tap_lo.begin();
+    first = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 3) >= i_begin; });
+    last = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 0) > i_end - 1; });
     if (last < first) last = first;
+    if (regular_end < out && (i_begin == 0 || i_end == in)) {
+      if (first == last) first = regular_end;
+      last = out;
+    }
   }
 };
+
+// The W axis in gather form for the fast path: the (o, weight) pairs of every image column i, in ascending
+// o then tap order, i.e. exactly the order in which a scatter over o would add them. Built only when it is
+// small (kGatherTableBudget); larger axes take the streaming path, which computes taps on the fly.
+template <typename acc_t>
+struct GatherTable {
+  std::vector<int64_t> ptr, src;
+  std::vector<acc_t> w;
+
+  static int64_t bytes(int64_t in, int64_t out) {
+    return (2 * in + 2) * int64_t(sizeof(int64_t)) + 4 * out * int64_t(sizeof(int64_t) + sizeof(acc_t));
+  }
+  explicit GatherTable(const AxisMap<acc_t>& m) {
+    ptr.assign(m.in + 1, 0);
+    for (int64_t o = 0; o < m.out; ++o) {
+      const AxisTaps<acc_t> t = m.taps(o);
+      for (int k = 0; k < 4; ++k) ++ptr[m.tap(t, k) + 1];
+    }
+    for (int64_t i = 0; i < m.in; ++i) ptr[i + 1] += ptr[i];
+    src.resize(4 * m.out);
+    w.resize(4 * m.out);
+    std::vector<int64_t> fill(ptr.begin(), ptr.end() - 1);
+    for (int64_t o = 0; o < m.out; ++o) {
+      const AxisTaps<acc_t> t = m.taps(o);
+      for (int k = 0; k < 4; ++k) {
+        const int64_t slot = fill[m.tap(t, k)]++;
+        src[slot] = o;
+        w[slot] = t.w[k];
+      }
+    }
+  }
+};
+
+// Limits of the fast path: the W gather table and one row must stay this small, so that every buffer of
+// the call is bounded by a constant; anything larger takes the streaming path.
+constexpr int64_t kGatherTableBudget = int64_t{8} << 20;  // bytes
+constexpr int64_t kMaxFastRow = int64_t{1} << 20;         // elements of one grads or output row
+// Scratch kept by a thread between calls, per buffer; larger buffers are released when the call ends.
+constexpr int64_t kRetainBytes = int64_t{4} << 20;
 
 // ---- task split --------------------------------------------------------------------------------------
 
@@ -303,16 +319,183 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
 template <typename acc_t>
 struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
+  std::vector<acc_t> tile, sources;  // the streaming path
   std::vector<uint8_t> row_started;
   static Scratch& local() {
     static thread_local Scratch scratch;
     return scratch;
+  }
+  // Releases what is larger than kRetainBytes, so one huge call does not pin memory for the process's life.
+  void trim() {
+    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources})
+      if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) std::vector<acc_t>().swap(*v);
+    if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) std::vector<uint8_t>().swap(row_started);
   }
 };
 template <typename T>
 T* sized(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(n);
   return v.data();
+}
+
+// ---- the streaming path --------------------------------------------------------------------------------
+
+// Shapes beyond the fast path's limits (very long axes, extreme reductions, expanded gradients) go through
+// tiles of at most kStreamRows x kStreamCols x kStreamChannels output elements. A tile runs the H pass into
+// S over kStreamSources grads columns at a time and scatters S along W into the tile, both in ascending
+// grads order with taps computed on the fly: the same sums in the same order as the fast path's H-first
+// pass, with memory bounded by constants (~0.6 MiB of float per thread) whatever the shape.
+constexpr int64_t kStreamRows = 8, kStreamCols = 512, kStreamChannels = 32, kStreamSources = 512;
+
+// Image rows [iy0, iy1) x columns [x0, x1) x channels [c0, c1) of one unit into `tile` (row-major, channels
+// innermost). acc_t is the accumulation type, math_t the type the weights are computed in (PyTorch's).
+// Taps and weights of grads indices [o0, o0 + n) of one axis, 4 per index, in one multiversioned loop
+// (the floor is a single instruction there, not a libm call).
+template <typename math_t>
+RBG_MULTIVERSION void block_taps(const AxisMap<math_t>& m, int64_t o0, int64_t n, int64_t* __restrict taps,
+                                 math_t* __restrict w) {
+  for (int64_t j = 0; j < n; ++j) {
+    const AxisTaps<math_t> t = m.taps(o0 + j);
+    for (int k = 0; k < 4; ++k) {
+      taps[4 * j + k] = m.tap(t, k);
+      w[4 * j + k] = t.w[k];
+    }
+  }
+}
+
+template <typename math_t>
+struct TapBlock {
+  int64_t tap[4 * kStreamSources];
+  math_t w[4 * kStreamSources];
+};
+
+template <typename scalar_t, typename acc_t, typename math_t>
+void stream_tile(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, const AxisMap<math_t>& th,
+                 const AxisMap<math_t>& tw, int64_t iy0, int64_t iy1, int64_t x0, int64_t x1, int64_t c0, int64_t c1,
+                 acc_t* tile, std::vector<acc_t>& sources) {
+  const int64_t rows = iy1 - iy0, cols = x1 - x0, nc = c1 - c0;
+  std::fill(tile, tile + rows * cols * nc, acc_t(0));
+  int64_t oy0, oy1, o0, o1;
+  th.contributors(iy0, iy1, oy0, oy1);
+  tw.contributors(x0, x1, o0, o1);
+  TapBlock<math_t> hb, wb;
+  for (int64_t s0 = o0; s0 < o1; s0 += kStreamSources) {
+    const int64_t s1 = std::min(o1, s0 + kStreamSources), span = (s1 - s0) * nc;
+    acc_t* S = sized(sources, rows * span);
+    std::fill(S, S + rows * span, acc_t(0));
+    for (int64_t b0 = oy0; b0 < oy1; b0 += kStreamSources) {
+      const int64_t b1 = std::min(oy1, b0 + kStreamSources);
+      block_taps(th, b0, b1 - b0, hb.tap, hb.w);
+      for (int64_t oy = b0; oy < b1; ++oy) {
+        const scalar_t* gr = gu + oy * sh + s0 * sw + c0 * sc;
+        for (int k = 0; k < 4; ++k) {
+          const int64_t iy = hb.tap[4 * (oy - b0) + k];
+          if (iy < iy0 || iy >= iy1) continue;
+          const acc_t w = static_cast<acc_t>(hb.w[4 * (oy - b0) + k]);
+          acc_t* __restrict srow = S + (iy - iy0) * span;
+          if (nc == 1) {
+            for (int64_t o = 0; o < s1 - s0; ++o) srow[o] += w * static_cast<acc_t>(gr[o * sw]);
+          } else {
+            for (int64_t o = 0; o < s1 - s0; ++o)
+              for (int64_t c = 0; c < nc; ++c) srow[o * nc + c] += w * static_cast<acc_t>(gr[o * sw + c * sc]);
+          }
+        }
+      }
+    }
+    block_taps(tw, s0, s1 - s0, wb.tap, wb.w);
+    for (int64_t o = s0; o < s1; ++o) {
+      for (int k = 0; k < 4; ++k) {
+        const int64_t ix = wb.tap[4 * (o - s0) + k];
+        if (ix < x0 || ix >= x1) continue;
+        const acc_t w = static_cast<acc_t>(wb.w[4 * (o - s0) + k]);
+        if (nc == 1) {
+          for (int64_t r = 0; r < rows; ++r) tile[r * cols + ix - x0] += S[r * span + o - s0] * w;
+          continue;
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          acc_t* __restrict t = tile + (r * cols + ix - x0) * nc;
+          const acc_t* __restrict sv = S + r * span + (o - s0) * nc;
+          for (int64_t c = 0; c < nc; ++c) t[c] += sv[c] * w;
+        }
+      }
+    }
+  }
+}
+
+// The whole gradient through stream_tile, tiles spread over threads (each output element in one tile).
+template <typename scalar_t, typename acc_t>
+void stream_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>& th, const AxisMap<acc_t>& tw,
+                   bool channels_last) {
+  const int64_t N = grads.size(0), C = grads.size(1), IH = out.size(2), IW = out.size(3);
+  const int64_t sn = grads.stride(0), sc = grads.stride(1), sh = grads.stride(2), sw = grads.stride(3);
+  const int64_t cl = channels_last ? C : 1, units = channels_last ? N : N * C, out_row = IW * cl;
+  const int64_t row_tiles = (IH + kStreamRows - 1) / kStreamRows, col_tiles = (IW + kStreamCols - 1) / kStreamCols;
+  const int64_t ch_tiles = (cl + kStreamChannels - 1) / kStreamChannels;
+  const scalar_t* g = grads.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  at::parallel_for(0, units * row_tiles * col_tiles * ch_tiles, 1, [&](int64_t begin, int64_t end) {
+    Scratch<acc_t>& scratch = Scratch<acc_t>::local();
+    acc_t* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t ct = task % ch_tiles, xt = task / ch_tiles % col_tiles, rt = task / ch_tiles / col_tiles % row_tiles;
+      const int64_t u = task / ch_tiles / col_tiles / row_tiles;
+      const int64_t iy0 = rt * kStreamRows, iy1 = std::min(IH, iy0 + kStreamRows);
+      const int64_t x0 = xt * kStreamCols, x1 = std::min(IW, x0 + kStreamCols);
+      const int64_t c0 = ct * kStreamChannels, c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
+      const scalar_t* gu = channels_last ? g + u * sn : g + (u / C) * sn + (u % C) * sc;
+      stream_tile<scalar_t, acc_t, acc_t>(gu, sh, sw, sc, th, tw, iy0, iy1, x0, x1, c0, c1, tile, scratch.sources);
+      for (int64_t r = 0; r < iy1 - iy0; ++r) {
+        scalar_t* yr = y + (u * IH + iy0 + r) * out_row;
+        const acc_t* tr = tile + r * (x1 - x0) * nc;
+        for (int64_t x = x0; x < x1; ++x)
+          for (int64_t c = c0; c < c1; ++c) yr[x * cl + c] = static_cast<scalar_t>(tr[(x - x0) * nc + c - c0]);
+      }
+    }
+    scratch.trim();
+  });
+}
+
+// Rows [iy0, iy1) of one unit (rows of out_row = IW * cl floats at `rows`), recomputed with double sums and
+// float weights, then rounded to float: the overflow guard of the fast path.
+template <typename scalar_t>
+void stream_rows_in_double(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, int64_t cl,
+                           const AxisMap<float>& th, const AxisMap<float>& tw, int64_t iy0, int64_t iy1,
+                           float* rows) {
+  Scratch<double>& scratch = Scratch<double>::local();
+  double* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
+  const int64_t IW = tw.in, out_row = IW * cl;
+  for (int64_t r0 = iy0; r0 < iy1; r0 += kStreamRows) {
+    const int64_t r1 = std::min(iy1, r0 + kStreamRows);
+    for (int64_t x0 = 0; x0 < IW; x0 += kStreamCols) {
+      const int64_t x1 = std::min(IW, x0 + kStreamCols);
+      for (int64_t c0 = 0; c0 < cl; c0 += kStreamChannels) {
+        const int64_t c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
+        stream_tile<scalar_t, double, float>(gu, sh, sw, sc, th, tw, r0, r1, x0, x1, c0, c1, tile, scratch.sources);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t x = x0; x < x1; ++x)
+            for (int64_t c = c0; c < c1; ++c)
+              rows[(r - iy0) * out_row + x * cl + c] = static_cast<float>(tile[((r - r0) * (x1 - x0) + x - x0) * nc + c - c0]);
+      }
+    }
+  }
+  scratch.trim();
+}
+
+// RBG_CPU_STREAM_ONLY=1 sends every shape through the streaming path (the tests use it to compare the paths).
+bool stream_only() {
+  static const bool yes = std::getenv("RBG_CPU_STREAM_ONLY") != nullptr;
+  return yes;
+}
+
+// True if any of n floats is inf or NaN (all exponent bits set); a branch-free loop that vectorises.
+RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + i, sizeof(bits));
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad != 0;
 }
 
 // A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
@@ -336,8 +519,8 @@ T* sized(std::vector<T>& v, int64_t n) {
 // than that. The two axis tables add about 64 bytes per grads row and column, shared by all threads.
 
 template <typename scalar_t, typename acc_t>
-void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t>& th, const AxisTable<acc_t>& tw,
-                 bool channels_last) {
+void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>& th, const AxisMap<acc_t>& tw,
+                 const GatherTable<acc_t>& table, bool channels_last) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = grads.size(0), C = grads.size(1), OH = grads.size(2), OW = grads.size(3);
@@ -411,15 +594,15 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
     auto w_pass_rows = [&](acc_t* dst, const acc_t* src, int64_t src_stride, int64_t n) {
       if (!transposed) {
         for (int64_t r = 0; r < n; ++r)
-          w_pass_gather_channels(dst + r * out_row, src + r * src_stride, cl, cl, tw.inv_ptr.data(),
-                                 tw.inv_src.data(), tw.inv_w.data(), IW);
+          w_pass_gather_channels(dst + r * out_row, src + r * src_stride, cl, cl, table.ptr.data(),
+                                 table.src.data(), table.w.data(), IW);
         return;
       }
       for (int64_t r0 = 0; r0 < n; r0 += group) {
         const int64_t lines = std::min(group, n - r0) * cl;
         for (const WChunk& c : chunks) {
           lines_to_lanes(lanes_in, src + r0 * src_stride + c.o0 * cl, src_stride, cl, lines, c.o1 - c.o0);
-          w_pass_lanes(lanes_out, lanes_in, tw.inv_ptr.data(), tw.inv_src.data(), tw.inv_w.data(), c.i0, c.i1, c.o0);
+          w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.src.data(), table.w.data(), c.i0, c.i1, c.o0);
           lanes_to_lines(dst + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
         }
       }
@@ -446,9 +629,10 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
           const int64_t len = std::min(chunk, in_row - e0);
           for (int64_t oy = oy0; oy < oy1; ++oy) {
             const acc_t* gv = grads_row(gu + oy * sh, gbuf, e0, len);
+            const AxisTaps<acc_t> ty = th.taps(oy);
             for (int k = 0; k < 4; ++k) {
-              const int64_t iy = th.tap[4 * oy + k];
-              if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row + e0, gv, th.w[4 * oy + k], len);
+              const int64_t iy = th.tap(ty, k);
+              if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row + e0, gv, ty.w[k], len);
             }
           }
         }
@@ -471,15 +655,15 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
           }
           w_pass_rows(mid, src, src_stride, n);
           for (int64_t r = 0; r < n; ++r) {
-            const int64_t oy = oyg + r;
+            const AxisTaps<acc_t> ty = th.taps(oyg + r);
             for (int k = 0; k < 4; ++k) {
-              const int64_t iy = th.tap[4 * oy + k];
+              const int64_t iy = th.tap(ty, k);
               if (iy < iy0 || iy >= iy1) continue;
               acc_t* row = ob + (iy - iy0) * out_row;
               if (started[iy - iy0]) {
-                axpy(row, mid + r * out_row, th.w[4 * oy + k], out_row);
+                axpy(row, mid + r * out_row, ty.w[k], out_row);
               } else {
-                axpy_into_zero(row, mid + r * out_row, th.w[4 * oy + k], out_row);
+                axpy_into_zero(row, mid + r * out_row, ty.w[k], out_row);
                 started[iy - iy0] = 1;
               }
             }
@@ -487,6 +671,14 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
         }
         for (int64_t r = 0; r < iy1 - iy0; ++r)
           if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
+      }
+      if constexpr (std::is_same_v<acc_t, float>) {
+        // Finite gradients near FLT_MAX can overflow the float intermediate of the two passes and then meet a
+        // zero weight (inf * 0 = NaN) where PyTorch's direct 16-term sum gives +-inf. Any non-finite value
+        // in the task's rows sends them through the same sums in double; for NaN/inf gradients that gives
+        // the same positions, for finite ones the correctly overflowed result.
+        if (any_nonfinite(ob, (iy1 - iy0) * out_row))
+          stream_rows_in_double(gu, sh, sw, sc, cl, th, tw, iy0, iy1, ob);
       }
       if (staged) {
         if constexpr (direct) {
@@ -496,6 +688,7 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
         }
       }
     }
+    scratch.trim();
   });
 }
 
@@ -504,10 +697,8 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisTable<acc_t
 at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
                                   double scale_h, double scale_w) {
   const int64_t N = grads.size(0), C = grads.size(1), OH = grads.size(2), OW = grads.size(3);
-  // channels_last in -> channels_last out; any other layout gives a contiguous result.
-  const bool channels_last = grads.dim() == 4 && grads.stride(1) == 1 && C > 1 &&
-                             grads.is_contiguous(at::MemoryFormat::ChannelsLast);
-  const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  const auto fmt = output_memory_format(grads);
+  const bool channels_last = fmt == at::MemoryFormat::ChannelsLast;
   at::Tensor out = at::empty({N, C, in_h, in_w}, grads.options().memory_format(fmt));
   if (out.numel() == 0) return out;
   if (in_h == OH && in_w == OW) {  // same-size rule: a copy, whatever the scales
@@ -516,10 +707,16 @@ at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grads.scalar_type(), "resize_bicubic_v2_grad_cpu", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    using Table = AxisTable<acc_t>;
-    const Table th(in_h, OH, align_corners, scale_h, Table::Form::Scatter);
-    const Table tw(in_w, OW, align_corners, scale_w, Table::Form::Gather);
-    grad_engine<scalar_t, acc_t>(grads, out, th, tw, channels_last);
+    const AxisMap<acc_t> th(in_h, OH, align_corners, scale_h);
+    const AxisMap<acc_t> tw(in_w, OW, align_corners, scale_w);
+    const int64_t cl = channels_last ? C : 1;
+    const bool fast = GatherTable<acc_t>::bytes(in_w, OW) <= kGatherTableBudget &&
+                      std::max(OW, in_w) * cl <= kMaxFastRow && !stream_only();
+    if (fast) {
+      grad_engine<scalar_t, acc_t>(grads, out, th, tw, GatherTable<acc_t>(tw), channels_last);
+    } else {
+      stream_engine<scalar_t, acc_t>(grads, out, th, tw, channels_last);
+    }
   });
   return out;
 }

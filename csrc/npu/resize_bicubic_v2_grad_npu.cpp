@@ -40,8 +40,8 @@ KernelDType kernel_dtype(at::ScalarType t) {
 at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool align_corners, double sh, double sw) {
   const c10::OptionalDeviceGuard guard(grads_in.device());
   const int64_t N = grads_in.size(0), C = grads_in.size(1);
-  const bool nhwc = grads_in.is_contiguous(at::MemoryFormat::ChannelsLast) && !grads_in.is_contiguous();
-  const auto fmt = nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  const auto fmt = output_memory_format(grads_in);
+  const bool nhwc = fmt == at::MemoryFormat::ChannelsLast;
   at::Tensor out = at::empty({N, C, in_h, in_w}, grads_in.options().memory_format(fmt));
   if (out.numel() == 0) return out;
   const at::Tensor grads = grads_in.contiguous(fmt);
