@@ -1,9 +1,17 @@
 // The `cann` operator library: schemas (DESIGN §3) and the CPU implementations. The NPU implementations
 // live in npu/ and are compiled only when CANN and torch_npu are present.
+//
+// Besides the three contract ops, three private ops (leading underscore) serve the Python layer:
+//  - _resize_bicubic_v2_grad_adjoint: the exact transpose of the forward, without the same-size copy rule,
+//    for the forward's backward when equal sizes come with a non-identity scale;
+//  - _upsample_bicubic2d_aten / _upsample_bicubic2d_backward_aten: aten's schemas and semantics (non-finite
+//    scales accepted as aten reads them, aten's output layouts), for enable_aten_override().
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "cpu/resize_bicubic_v2_grad_cpu.h"
+#include <cmath>
+
+#include "cpu/bicubic_resampler.h"
 #include "resize_bicubic_v2_forward.h"
 #include "torch_checks.h"
 
@@ -20,6 +28,14 @@ at::Tensor resize_bicubic_v2_grad_cpu(const at::Tensor& grads, const at::Tensor&
   return cpu::resize_bicubic_v2_grad(grads, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
 }
 
+at::Tensor resize_bicubic_v2_grad_adjoint_cpu(const at::Tensor& grads, const at::Tensor& original_image,
+                                              bool align_corners, at::ArrayRef<double> scales) {
+  const auto out_shape = checked([&] {
+    return check_resize_bicubic_v2_grad(tensor_info(grads), tensor_info(original_image), scales.vec());
+  });
+  return cpu::resize_bicubic_v2_grad_adjoint(grads, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
+}
+
 at::Tensor upsample_bicubic2d_backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
                                            c10::SymIntArrayRef input_size, bool align_corners,
                                            std::optional<double> scales_h, std::optional<double> scales_w) {
@@ -29,6 +45,44 @@ at::Tensor upsample_bicubic2d_backward_cpu(const at::Tensor& grad_output, c10::S
                                              sh, sw);
   });
   return cpu::resize_bicubic_v2_grad(grad_output, out_shape[2], out_shape[3], align_corners, sh, sw);
+}
+
+at::Tensor resize_bicubic_v2_cpu(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
+                                 at::ArrayRef<double> scales) {
+  const auto out_shape = checked([&] {
+    return check_resize_bicubic_v2(tensor_info(images), to_ints(size), scales.vec());
+  });
+  return cpu::resize_bicubic_v2(images, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
+}
+
+// aten reads a scale only when it is > 0 (NaN and -inf mean "not given"); +inf is read, as 1/inf = 0.
+double aten_scale(std::optional<double> s) { return s.has_value() && *s > 0.0 ? *s : 0.0; }
+
+void check_aten_float(const at::Tensor& t) {
+  TORCH_CHECK(t.dim() == 4 && to_dtype(t.scalar_type()) != DType::Unsupported,
+              "rbg: the aten override routes only 4-D float tensors here, got ", t.sizes(), " ", t.scalar_type());
+}
+
+at::Tensor upsample_bicubic2d_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
+                                       std::optional<double> scales_h, std::optional<double> scales_w) {
+  check_aten_float(self);
+  const auto size = to_ints(output_size);
+  TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
+              "rbg: bad sizes for the aten override");
+  return cpu::resize_bicubic_v2(self, size[0], size[1], align_corners, aten_scale(scales_h), aten_scale(scales_w));
+}
+
+at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                                c10::SymIntArrayRef input_size, bool align_corners,
+                                                std::optional<double> scales_h, std::optional<double> scales_w) {
+  check_aten_float(grad_output);
+  const auto in = to_ints(input_size), out = to_ints(output_size);
+  TORCH_CHECK(in.size() == 4 && out.size() == 2 && grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
+              "rbg: bad sizes for the aten override");
+  // aten's backward always returns a contiguous tensor; so does the override.
+  return cpu::resize_bicubic_v2_grad(grad_output, in[2], in[3], align_corners, aten_scale(scales_h),
+                                     aten_scale(scales_w))
+      .contiguous();
 }
 
 }  // namespace
@@ -43,10 +97,22 @@ TORCH_LIBRARY(cann, m) {
       "upsample_bicubic2d_backward(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
       "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
   m.def("resize_bicubic_v2(Tensor images, SymInt[] size, bool align_corners=False, float[] scales=[0.0, 0.0]) -> Tensor");
+  m.def(
+      "_resize_bicubic_v2_grad_adjoint(Tensor grads, Tensor original_image, bool align_corners=False, "
+      "float[] scales=[0.0, 0.0]) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_aten(Tensor self, SymInt[] output_size, bool align_corners, float? scales_h=None, "
+      "float? scales_w=None) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_backward_aten(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
+      "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(cann, CPU, m) {
   m.impl("resize_bicubic_v2_grad", &rbg::resize_bicubic_v2_grad_cpu);
   m.impl("upsample_bicubic2d_backward", &rbg::upsample_bicubic2d_backward_cpu);
-  m.impl("resize_bicubic_v2", &rbg::resize_bicubic_v2_forward);
+  m.impl("resize_bicubic_v2", &rbg::resize_bicubic_v2_cpu);
+  m.impl("_resize_bicubic_v2_grad_adjoint", &rbg::resize_bicubic_v2_grad_adjoint_cpu);
+  m.impl("_upsample_bicubic2d_aten", &rbg::upsample_bicubic2d_aten_cpu);
+  m.impl("_upsample_bicubic2d_backward_aten", &rbg::upsample_bicubic2d_backward_aten_cpu);
 }

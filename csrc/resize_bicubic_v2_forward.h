@@ -1,5 +1,6 @@
-// The forward resize (cann::resize_bicubic_v2) is PyTorch's own kernel on every backend; only the argument
-// handling is ours. Inline so that the CPU library (_C) and the NPU library (_npu) each carry it.
+// The forward resize (cann::resize_bicubic_v2) on backends without a kernel of ours (the NPU): the
+// backend's own aten::upsample_bicubic2d, with our argument handling. The CPU registers its own forward
+// (cpu/bicubic_resampler.h). Inline so that the NPU library (_npu) carries it.
 #pragma once
 
 #include <ATen/ATen.h>

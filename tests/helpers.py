@@ -104,3 +104,45 @@ def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
 
 LAYOUTS = ["contiguous", "channels_last", "sliced", "transposed"]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def aten_forward(x, size, align_corners, scales=(None, None), dtype=None):
+    """PyTorch's CPU upsample_bicubic2d, optionally in another dtype (float64 for references)."""
+    xx = x if dtype is None else x.to(dtype)
+    return torch.ops.aten.upsample_bicubic2d(xx, list(size), align_corners, scales[0], scales[1])
+
+
+def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
+    """Our forward against a float64 reference, no further from it than PyTorch's own forward is.
+
+    PyTorch's float32 forward is not reproducible bit for bit (its effective tap weights differ from the
+    shared formula in the last bits, measured by resampling one-hot inputs), so the bound is per element:
+    one ulp of the result's dtype for float16/bfloat16 (one rounding at the end), plus twice PyTorch's own
+    float32 deviation from float64 there, plus a summation-order term of 16 terms; float32/float64 get the
+    same without the ulp. NaN and +-inf must land exactly where PyTorch's do."""
+    expected = aten_forward(x, size, align_corners, scales)
+    assert actual.shape == expected.shape and actual.dtype == x.dtype
+    assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
+    if actual.numel() == 0:
+        return
+    assert torch.equal(torch.isnan(actual), torch.isnan(expected))
+    inf = torch.isinf(expected)
+    assert torch.equal(torch.isinf(actual), inf) and torch.equal(actual[inf], expected[inf])
+    finite = torch.isfinite(expected)
+    xf = torch.where(torch.isfinite(x), x, torch.zeros_like(x))
+    ref64 = aten_forward(xf, size, align_corners, scales, torch.float64)
+    ref32 = aten_forward(xf, size, align_corners, scales, torch.float32).double()
+    h, w = x.shape[2:]
+    mh = axis_matrix(size[0], h, align_corners, scales[0]).abs()
+    mw = axis_matrix(size[1], w, align_corners, scales[1]).abs()
+    magnitude = torch.einsum("oi,ncij,pj->ncop", mh, xf.double().abs(), mw)
+    eps = torch.finfo(torch.float32 if x.dtype in LOW_PRECISION else x.dtype).eps
+    bound = 2 * (ref32 - ref64).abs() + 16 * eps * magnitude + torch.finfo(x.dtype).tiny
+    if x.dtype in LOW_PRECISION:
+        bound = bound + ulp(ref64, x.dtype)
+    if x.dtype == torch.float64:
+        bound = 16 * eps * magnitude + torch.finfo(x.dtype).tiny
+    diff = (actual.double() - ref64).abs()
+    bad = (diff > bound) & finite
+    assert not bad.any(), (f"{int(bad.sum())} forward elements beyond the bound: worst {diff[bad].max().item()} "
+                           f"vs {bound[bad][diff[bad].argmax()].item()}")

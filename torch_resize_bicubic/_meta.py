@@ -1,10 +1,18 @@
-"""Fake (meta) kernels and autograd wiring of the ``cann`` ops, through ``torch.library``."""
+"""Fake (meta) kernels, autograd (reverse and forward mode) and vmap rules of the ``cann`` ops.
+
+Every op is linear in its first argument, so one pattern serves all six: the backward is the op's adjoint
+applied to the incoming gradient, the forward-mode derivative (jvp) is the op itself applied to the tangent,
+and vmap folds the vmapped dimension into N.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
+import torch.autograd.forward_ad as fwAD
 from torch import _prims_common
+from torch._functorch.utils import enable_single_level_autograd_function
+from torch._library.utils import fill_defaults
 
 from . import _C
 
@@ -20,9 +28,9 @@ def output_memory_format(t: torch.Tensor) -> torch.memory_format:
     return _prims_common.suggest_memory_format(t) if t.dim() == 4 else torch.contiguous_format
 
 
-def _new_output(grads: torch.Tensor, shape: Sequence) -> torch.Tensor:
-    return torch.empty(list(shape), dtype=grads.dtype, device=grads.device,
-                       memory_format=output_memory_format(grads))
+def _new_output(like: torch.Tensor, shape: Sequence, memory_format=None) -> torch.Tensor:
+    fmt = output_memory_format(like) if memory_format is None else memory_format
+    return torch.empty(list(shape), dtype=like.dtype, device=like.device, memory_format=fmt)
 
 
 # ---- fake kernels: the shared C++ validation runs whenever the shapes are concrete ----------------------
@@ -34,6 +42,9 @@ def _resize_bicubic_v2_grad_fake(grads, original_image, align_corners=False, sca
                                         list(original_image.shape), str(original_image.dtype),
                                         str(original_image.device), list(scales))
     return _new_output(grads, original_image.shape)
+
+
+torch.library.register_fake("cann::_resize_bicubic_v2_grad_adjoint")(_resize_bicubic_v2_grad_fake)
 
 
 @torch.library.register_fake("cann::upsample_bicubic2d_backward")
@@ -54,62 +65,161 @@ def _resize_bicubic_v2_fake(images, size, align_corners=False, scales=(0.0, 0.0)
     return _new_output(images, [images.shape[0], images.shape[1], size[0], size[1]])
 
 
-# ---- autograd -------------------------------------------------------------------------------------------
+# The aten-semantics pair behind enable_aten_override(): aten's layouts (its backward is always contiguous).
+@torch.library.register_fake("cann::_upsample_bicubic2d_aten")
+def _upsample_bicubic2d_aten_fake(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _new_output(self, [self.shape[0], self.shape[1], output_size[0], output_size[1]])
+
+
+@torch.library.register_fake("cann::_upsample_bicubic2d_backward_aten")
+def _upsample_bicubic2d_backward_aten_fake(grad_output, output_size, input_size, align_corners, scales_h=None,
+                                           scales_w=None):
+    return _new_output(grad_output, input_size, torch.contiguous_format)
+
+
+# ---- autograd, forward AD and vmap of linear ops ---------------------------------------------------------
+
+_lib = torch.library.Library("cann", "IMPL")  # kept alive: holds the Autograd registrations
+
 
 def _shape_only(like: torch.Tensor, shape) -> torch.Tensor:
-    """A tensor of `shape` that costs no memory: the grad op reads only the shape of original_image."""
-    return like.new_zeros(()).expand(shape)
+    """A tensor of `shape` that costs no memory: the grad ops read only the shape of original_image."""
+    return like.new_zeros(()).expand(tuple(shape))
 
 
-def _resize_setup(ctx, inputs, output):
-    images, size, align_corners, scales = inputs
-    ctx.image_shape = images.shape
-    ctx.align_corners = align_corners
-    ctx.scales = list(scales)
+def _scales(scales_h, scales_w) -> list:
+    return [scales_h or 0.0, scales_w or 0.0]
 
 
-def _resize_backward(ctx, grad):
-    grad_images = torch.ops.cann.resize_bicubic_v2_grad(grad, _shape_only(grad, ctx.image_shape),
-                                                        ctx.align_corners, ctx.scales)
-    return grad_images, None, None, None
+def _apply_plain(fn, *args):
+    """``fn.apply`` as outside any torch.func transform. Under torch.func.grad/jacrev this kernel already
+    runs at the transform's level, on the tensors it has unwrapped, and a plain graph node is what that level
+    needs; Function.apply would instead route through the functorch-only higher-order operator, which has no
+    kernel below the transform's dispatch layer."""
+    with enable_single_level_autograd_function():  # what functorch's own grad rule does around it
+        return super(torch.autograd.Function, fn).apply(*args)
 
 
-def _same_size(a, b) -> bool:
+def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None:
+    """Autograd and vmap of ``cann::<name>``, linear in its first argument x.
+
+    ``adjoint(gy, x_shape, *rest)`` is the backward; the jvp is the op applied to the tangent.
+    ``fold_batch(batch, *rest)`` returns ``rest`` for an x whose N has been multiplied by ``batch``."""
+    op = getattr(torch.ops.cann, name).default
+
+    def below_autograd(keyset, x, *rest):
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & torch._C._after_autograd_keyset, x, *rest)
+
+    def sanitized(x, rest):
+        # Tensors among the other arguments (original_image) matter only by their shape.
+        return [_shape_only(x, r.shape) if isinstance(r, torch.Tensor) else r for r in rest]
+
+    class Linear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, keyset, x, *rest):
+            ctx.x_shape = tuple(x.shape)
+            ctx.rest = sanitized(x, rest)
+            return below_autograd(keyset, x, *rest)
+
+        @staticmethod
+        def backward(ctx, gy):
+            return (None, adjoint(gy, ctx.x_shape, *ctx.rest)) + (None,) * len(ctx.rest)
+
+    Linear.__name__ = f"LinearCann_{name}"
+
+    def autograd_kernel(keyset, *args):
+        # The dispatcher drops arguments equal to their defaults; the adjoints want them all.
+        (x, *rest), _ = fill_defaults(op._schema, args, {})
+        # Forward mode (fwAD dual tensors, torch.func.jvp): the op is linear, so its jvp is the op applied
+        # to the tangent. Handled here rather than in an autograd.Function, which cannot run inside a
+        # dispatcher kernel under torch.func transforms.
+        primal, tangent = fwAD.unpack_dual(x)
+        if tangent is not None:
+            y = autograd_kernel(keyset, primal, *rest)
+            return fwAD.make_dual(y, op(tangent, *sanitized(tangent, rest)))
+        if torch.is_grad_enabled() and x.requires_grad:
+            # Under torch.func.grad/jacrev this kernel already runs at the transform's level, on tensors it
+            # has unwrapped; a plain graph node is what that level needs, so apply the Function as outside
+            # any transform.
+            return _apply_plain(Linear, keyset, x, *rest)
+        return below_autograd(keyset, x, *rest)
+
+    _lib.impl(name, autograd_kernel, "Autograd", with_keyset=True)
+
+    def vmap_rule(info, in_dims, x, *rest):
+        if any(d is not None for d in in_dims[1:]) and not all(
+                not isinstance(r, torch.Tensor) for r in rest):
+            # original_image vmapped too: only its per-sample shape is read
+            rest = [r.select(d, 0) if isinstance(r, torch.Tensor) and d is not None else r
+                    for r, d in zip(rest, in_dims[1:])]
+        if in_dims[0] is None:
+            x = x.unsqueeze(0).expand(info.batch_size, *x.shape)
+        else:
+            x = x.movedim(in_dims[0], 0)
+        b, n = x.shape[0], x.shape[1]
+        rest = fold_batch(b, *rest)
+        y = op(x.reshape(b * n, *x.shape[2:]), *rest)
+        return y.reshape(b, n, *y.shape[1:]), 0
+
+    torch.library.register_vmap(f"cann::{name}", vmap_rule, lib=_lib)
+
+
+def _fold_image(batch, original_image, *rest):
+    return (_shape_only(original_image, (batch * original_image.shape[0], *original_image.shape[1:])), *rest)
+
+
+def _fold_input_size(batch, output_size, input_size, *rest):
+    return (output_size, [batch * input_size[0], *input_size[1:]], *rest)
+
+
+def _no_fold(batch, *rest):
+    return rest
+
+
+def _same_hw(a, b) -> bool:
     return a[-2] == b[-2] and a[-1] == b[-1]
 
 
-def _grad_setup(ctx, inputs, output):
-    grads, original_image, align_corners, scales = inputs
-    ctx.grads_hw = list(grads.shape[-2:])
-    ctx.same = _same_size(grads.shape, original_image.shape)
-    ctx.align_corners = align_corners
-    ctx.scales = list(scales)
+def _resize_adjoint(gy, x_shape, size, align_corners, scales):
+    if not _same_hw(x_shape, size):
+        return torch.ops.cann.resize_bicubic_v2_grad(gy, _shape_only(gy, x_shape), align_corners, scales)
+    if align_corners or all(s <= 0 or s == 1.0 for s in scales):
+        return gy.clone()  # the forward is the identity
+    # Equal sizes with a scale that moves the samples: the forward is not the identity, so its adjoint is
+    # not the copy that the grad op's (and PyTorch's) same-size rule gives.
+    return torch.ops.cann._resize_bicubic_v2_grad_adjoint(gy, _shape_only(gy, x_shape), align_corners, scales)
 
 
-def _grad_backward(ctx, gy):
-    # The grad op is linear in grads; its adjoint is the forward resize (a copy in the same-size case).
-    if ctx.same:
-        return gy.clone(), None, None, None
-    return torch.ops.cann.resize_bicubic_v2(gy, ctx.grads_hw, ctx.align_corners, ctx.scales), None, None, None
+def _grad_adjoint(gy, x_shape, original_image, align_corners, scales):
+    if _same_hw(x_shape, original_image.shape):
+        return gy.clone()  # the op is a copy there
+    return torch.ops.cann.resize_bicubic_v2(gy, list(x_shape[-2:]), align_corners, scales)
 
 
-def _aclnn_setup(ctx, inputs, output):
-    grad_output, output_size, input_size, align_corners, scales_h, scales_w = inputs
-    ctx.output_size = list(output_size)
-    ctx.same = _same_size(output_size, input_size)
-    ctx.align_corners = align_corners
-    ctx.scales = [scales_h or 0.0, scales_w or 0.0]
+def _exact_adjoint_adjoint(gy, x_shape, original_image, align_corners, scales):
+    return torch.ops.cann.resize_bicubic_v2(gy, list(x_shape[-2:]), align_corners, scales)
 
 
-def _aclnn_backward(ctx, gy):
-    if ctx.same:
-        gg = gy.clone()
-    else:
-        gg = torch.ops.cann.resize_bicubic_v2(gy, ctx.output_size, ctx.align_corners, ctx.scales)
-    return gg, None, None, None, None, None
+def _aclnn_adjoint(gy, x_shape, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    if _same_hw(output_size, input_size):
+        return gy.clone()
+    return torch.ops.cann.resize_bicubic_v2(gy, list(output_size), align_corners, _scales(scales_h, scales_w))
 
 
-torch.library.register_autograd("cann::resize_bicubic_v2", _resize_backward, setup_context=_resize_setup)
-torch.library.register_autograd("cann::resize_bicubic_v2_grad", _grad_backward, setup_context=_grad_setup)
-torch.library.register_autograd("cann::upsample_bicubic2d_backward", _aclnn_backward,
-                                setup_context=_aclnn_setup)
+# The aten-semantics pair mirrors PyTorch's derivatives.yaml: each is the other's backward.
+def _aten_forward_adjoint(gy, x_shape, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_backward_aten(gy, list(output_size), list(x_shape), align_corners,
+                                                            scales_h, scales_w)
+
+
+def _aten_backward_adjoint(gy, x_shape, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_aten(gy, list(output_size), align_corners, scales_h, scales_w)
+
+
+_register_linear("resize_bicubic_v2", _resize_adjoint, _no_fold)
+_register_linear("resize_bicubic_v2_grad", _grad_adjoint, _fold_image)
+_register_linear("_resize_bicubic_v2_grad_adjoint", _exact_adjoint_adjoint, _fold_image)
+_register_linear("upsample_bicubic2d_backward", _aclnn_adjoint, _fold_input_size)
+_register_linear("_upsample_bicubic2d_aten", _aten_forward_adjoint, _no_fold)
+_register_linear("_upsample_bicubic2d_backward_aten", _aten_backward_adjoint, _fold_input_size)

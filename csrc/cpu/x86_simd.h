@@ -1,6 +1,6 @@
 // x86 fast paths of the CPU backend: AVX-512 data movement (tile transposes, masked moves of interleaved
 // channels) and F16C conversions. Pure data movement and exact IEEE round-to-nearest-even conversions, so
-// they give the same bits as the portable loops of resize_bicubic_v2_grad_cpu.cpp, which the engine uses
+// they give the same bits as the portable loops of bicubic_resampler.cpp, which the engine uses
 // on other CPUs and when RBG_CPU_NO_AVX512 is set. Chosen at run time: the rest of the extension is built
 // for the baseline ISA.
 #pragma once

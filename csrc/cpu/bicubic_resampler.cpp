@@ -1,15 +1,17 @@
-// Fast, deterministic CPU backend of ResizeBicubicV2Grad.
+// The CPU backend: one separable bicubic resampler for the resize (Y = Wh . X . Ww^T) and its gradient
+// (dX = Wh^T . dY . Ww), the gradient of ResizeBicubicV2Grad being the transpose of the resize.
 //
-// The gradient is separable: dX = Wh^T . dY . Ww, with banded per-axis matrices built once per call from
-// the shared math header. An "H pass" combines rows (a vectorised axpy along each row) and a "W pass"
-// resamples each row along W, keeping every tap separate so 0 * inf still gives NaN. The W pass is
-// vectorised across channels (channels_last) or across a block of lines transposed in cache (see the
-// engine below), and the pass order is chosen from the shapes.
+// Per axis (axis.h) the taps come from the shared math header; the direction only decides whether an axis
+// gathers a destination's four taps (forward) or scatters a source onto its four taps (backward). The
+// fast path runs an "H pass" that combines rows (a vectorised axpy along each row) and a "W pass" that
+// resamples each row, keeping every tap separate so 0 * inf still gives NaN; the W pass is vectorised
+// across channels (channels_last) or across a block of lines transposed in cache, and the pass order is
+// chosen from the shapes. Shapes beyond its memory limits take the bounded streaming paths.
 //
 // Work is split into tasks of (plane or image, block of output rows); each output element belongs to
 // exactly one task and its sum is always taken in one fixed order that depends only on the shapes, so the
 // result is bitwise identical for every thread count and block size.
-#include "resize_bicubic_v2_grad_cpu.h"
+#include "bicubic_resampler.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "../common/bicubic_math.h"
+#include "axis.h"
 #include "../torch_checks.h"
 #include "x86_simd.h"
 
@@ -218,81 +221,6 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
   }
 }
 
-// ---- per-axis maps ------------------------------------------------------------------------------------
-
-// First index in [lo, hi) where the monotone predicate holds (hi if none).
-template <typename Pred>
-int64_t first_true(int64_t lo, int64_t hi, Pred pred) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (pred(mid)) hi = mid; else lo = mid + 1;
-  }
-  return lo;
-}
-
-// One axis of the gradient: the four image positions (taps) and weights of every grads index o, computed on
-// the fly from the shared math header (a few flops each), so that nothing grows with the axis length.
-template <typename math_t>
-struct AxisMap {
-  int64_t in = 0, out = 0;
-  bool align_corners = false;
-  math_t scale = 0;
-  // Grads indices from regular_end on have a source coordinate beyond int64 (user scales below ~1e-19);
-  // their taps touch both ends of the axis (kIndexOverflow), so they are a suffix handled apart.
-  int64_t regular_end = 0;
-
-  AxisMap(int64_t in_, int64_t out_, bool align, double user_scale)
-      : in(in_), out(out_), align_corners(align), scale(area_pixel_scale<math_t>(in_, out_, align, user_scale)) {
-    regular_end = first_true(0, out, [&](int64_t o) { return taps(o).i0 == kIndexOverflow; });
-  }
-  AxisTaps<math_t> taps(int64_t o) const { return axis_taps<math_t>(scale, o, in, align_corners); }
-  int64_t tap(const AxisTaps<math_t>& t, int k) const { return clamp_grad_tap(t.i0, k, in); }
-
-  // Grads indices [first, last) whose taps can reach image indices [i_begin, i_end). On the regular prefix
-  // the smallest and the largest tap are monotone in o, so two binary searches find the range.
-  void contributors(int64_t i_begin, int64_t i_end, int64_t& first, int64_t& last) const {
-    first = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 3) >= i_begin; });
-    last = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 0) > i_end - 1; });
-    if (last < first) last = first;
-    if (regular_end < out && (i_begin == 0 || i_end == in)) {
-      if (first == last) first = regular_end;
-      last = out;
-    }
-  }
-};
-
-// The W axis in gather form for the fast path: the (o, weight) pairs of every image column i, in ascending
-// o then tap order, i.e. exactly the order in which a scatter over o would add them. Built only when it is
-// small (kGatherTableBudget); larger axes take the streaming path, which computes taps on the fly.
-template <typename acc_t>
-struct GatherTable {
-  std::vector<int64_t> ptr, src;
-  std::vector<acc_t> w;
-
-  static int64_t bytes(int64_t in, int64_t out) {
-    return (2 * in + 2) * int64_t(sizeof(int64_t)) + 4 * out * int64_t(sizeof(int64_t) + sizeof(acc_t));
-  }
-  explicit GatherTable(const AxisMap<acc_t>& m) {
-    ptr.assign(m.in + 1, 0);
-    for (int64_t o = 0; o < m.out; ++o) {
-      const AxisTaps<acc_t> t = m.taps(o);
-      for (int k = 0; k < 4; ++k) ++ptr[m.tap(t, k) + 1];
-    }
-    for (int64_t i = 0; i < m.in; ++i) ptr[i + 1] += ptr[i];
-    src.resize(4 * m.out);
-    w.resize(4 * m.out);
-    std::vector<int64_t> fill(ptr.begin(), ptr.end() - 1);
-    for (int64_t o = 0; o < m.out; ++o) {
-      const AxisTaps<acc_t> t = m.taps(o);
-      for (int k = 0; k < 4; ++k) {
-        const int64_t slot = fill[m.tap(t, k)]++;
-        src[slot] = o;
-        w[slot] = t.w[k];
-      }
-    }
-  }
-};
-
 // Limits of the fast path: the W gather table and one row must stay this small, so that every buffer of
 // the call is bounded by a constant; anything larger takes the streaming path.
 constexpr int64_t kGatherTableBudget = int64_t{8} << 20;  // bytes
@@ -312,7 +240,7 @@ int64_t rows_per_task(int64_t outer, int64_t in_h) {
   return std::min(in_h, std::max<int64_t>(rows, 4));
 }
 
-// ---- the engine ----------------------------------------------------------------------------------------
+// ---- per-thread scratch -----------------------------------------------------------------------------
 
 // Per-thread scratch buffers, kept between calls so that steady-state calls allocate (and page-fault)
 // nothing. They only grow, to the sizes the engine's comment below bounds.
@@ -338,19 +266,20 @@ T* sized(std::vector<T>& v, int64_t n) {
   return v.data();
 }
 
-// ---- the streaming path --------------------------------------------------------------------------------
+// ---- the streaming paths -------------------------------------------------------------------------------
 
-// Shapes beyond the fast path's limits (very long axes, extreme reductions, expanded gradients) go through
-// tiles of at most kStreamRows x kStreamCols x kStreamChannels output elements. A tile runs the H pass into
-// S over kStreamSources grads columns at a time and scatters S along W into the tile, both in ascending
-// grads order with taps computed on the fly: the same sums in the same order as the fast path's H-first
-// pass, with memory bounded by constants (~0.6 MiB of float per thread) whatever the shape.
+// Shapes beyond the fast path's limits (very long axes, extreme ratios, expanded inputs) go through tiles of
+// at most kStreamRows x kStreamCols x kStreamChannels output elements, with taps computed on the fly and
+// memory bounded by constants (under 1 MiB per thread) whatever the shape.
+//  - Backward (scatter_tile): the H pass into S over kStreamSources grads columns at a time, then S scattered
+//    along W into the tile, both in ascending grads order: the same sums in the same order as the fast
+//    path's H-first pass.
+//  - Forward (gather_tile): each output reads its 4 x 4 taps, W inside H, as PyTorch's forward does; it
+//    reads only the input it needs, however large the reduction.
 constexpr int64_t kStreamRows = 8, kStreamCols = 512, kStreamChannels = 32, kStreamSources = 512;
 
-// Image rows [iy0, iy1) x columns [x0, x1) x channels [c0, c1) of one unit into `tile` (row-major, channels
-// innermost). acc_t is the accumulation type, math_t the type the weights are computed in (PyTorch's).
-// Taps and weights of grads indices [o0, o0 + n) of one axis, 4 per index, in one multiversioned loop
-// (the floor is a single instruction there, not a libm call).
+// Taps and weights of resize output indices [o0, o0 + n) of one axis, 4 per index, in one multiversioned
+// loop (the floor is a single instruction there, not a libm call).
 template <typename math_t>
 RBG_MULTIVERSION void block_taps(const AxisMap<math_t>& m, int64_t o0, int64_t n, int64_t* __restrict taps,
                                  math_t* __restrict w) {
@@ -369,15 +298,25 @@ struct TapBlock {
   math_t w[4 * kStreamSources];
 };
 
+// One output tile (rows [y0, y1) x columns [x0, x1) x channels [c0, c1) of one unit) into `tile`, row-major
+// with channels innermost. `su` is the unit's first input element, sh/sw/sc its strides. acc_t is the
+// accumulation type, math_t the type the weights are computed in (PyTorch's).
 template <typename scalar_t, typename acc_t, typename math_t>
-void stream_tile(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, const AxisMap<math_t>& th,
-                 const AxisMap<math_t>& tw, int64_t iy0, int64_t iy1, int64_t x0, int64_t x1, int64_t c0, int64_t c1,
-                 acc_t* tile, std::vector<acc_t>& sources) {
-  const int64_t rows = iy1 - iy0, cols = x1 - x0, nc = c1 - c0;
+struct TileArgs {
+  const scalar_t* su;
+  int64_t sh, sw, sc;
+  const AxisMap<math_t>& mh;
+  const AxisMap<math_t>& mw;
+  int64_t y0, y1, x0, x1, c0, c1;
+};
+
+template <typename scalar_t, typename acc_t, typename math_t>
+void scatter_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& sources) {
+  const int64_t rows = a.y1 - a.y0, cols = a.x1 - a.x0, nc = a.c1 - a.c0;
   std::fill(tile, tile + rows * cols * nc, acc_t(0));
   int64_t oy0, oy1, o0, o1;
-  th.contributors(iy0, iy1, oy0, oy1);
-  tw.contributors(x0, x1, o0, o1);
+  a.mh.contributors(a.y0, a.y1, oy0, oy1);
+  a.mw.contributors(a.x0, a.x1, o0, o1);
   TapBlock<math_t> hb, wb;
   for (int64_t s0 = o0; s0 < o1; s0 += kStreamSources) {
     const int64_t s1 = std::min(o1, s0 + kStreamSources), span = (s1 - s0) * nc;
@@ -385,35 +324,31 @@ void stream_tile(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, const A
     std::fill(S, S + rows * span, acc_t(0));
     for (int64_t b0 = oy0; b0 < oy1; b0 += kStreamSources) {
       const int64_t b1 = std::min(oy1, b0 + kStreamSources);
-      block_taps(th, b0, b1 - b0, hb.tap, hb.w);
+      block_taps(a.mh, b0, b1 - b0, hb.tap, hb.w);
       for (int64_t oy = b0; oy < b1; ++oy) {
-        const scalar_t* gr = gu + oy * sh + s0 * sw + c0 * sc;
+        const scalar_t* gr = a.su + oy * a.sh + s0 * a.sw + a.c0 * a.sc;
         for (int k = 0; k < 4; ++k) {
           const int64_t iy = hb.tap[4 * (oy - b0) + k];
-          if (iy < iy0 || iy >= iy1) continue;
+          if (iy < a.y0 || iy >= a.y1) continue;
           const acc_t w = static_cast<acc_t>(hb.w[4 * (oy - b0) + k]);
-          acc_t* __restrict srow = S + (iy - iy0) * span;
+          acc_t* __restrict srow = S + (iy - a.y0) * span;
           if (nc == 1) {
-            for (int64_t o = 0; o < s1 - s0; ++o) srow[o] += w * static_cast<acc_t>(gr[o * sw]);
+            for (int64_t o = 0; o < s1 - s0; ++o) srow[o] += w * static_cast<acc_t>(gr[o * a.sw]);
           } else {
             for (int64_t o = 0; o < s1 - s0; ++o)
-              for (int64_t c = 0; c < nc; ++c) srow[o * nc + c] += w * static_cast<acc_t>(gr[o * sw + c * sc]);
+              for (int64_t c = 0; c < nc; ++c) srow[o * nc + c] += w * static_cast<acc_t>(gr[o * a.sw + c * a.sc]);
           }
         }
       }
     }
-    block_taps(tw, s0, s1 - s0, wb.tap, wb.w);
+    block_taps(a.mw, s0, s1 - s0, wb.tap, wb.w);
     for (int64_t o = s0; o < s1; ++o) {
       for (int k = 0; k < 4; ++k) {
         const int64_t ix = wb.tap[4 * (o - s0) + k];
-        if (ix < x0 || ix >= x1) continue;
+        if (ix < a.x0 || ix >= a.x1) continue;
         const acc_t w = static_cast<acc_t>(wb.w[4 * (o - s0) + k]);
-        if (nc == 1) {
-          for (int64_t r = 0; r < rows; ++r) tile[r * cols + ix - x0] += S[r * span + o - s0] * w;
-          continue;
-        }
         for (int64_t r = 0; r < rows; ++r) {
-          acc_t* __restrict t = tile + (r * cols + ix - x0) * nc;
+          acc_t* __restrict t = tile + (r * cols + ix - a.x0) * nc;
           const acc_t* __restrict sv = S + r * span + (o - s0) * nc;
           for (int64_t c = 0; c < nc; ++c) t[c] += sv[c] * w;
         }
@@ -422,30 +357,63 @@ void stream_tile(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, const A
   }
 }
 
-// The whole gradient through stream_tile, tiles spread over threads (each output element in one tile).
+template <typename scalar_t, typename acc_t, typename math_t>
+void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& /*unused*/) {
+  const int64_t cols = a.x1 - a.x0, nc = a.c1 - a.c0;
+  TapBlock<math_t> wb;
+  block_taps(a.mw, a.x0, cols, wb.tap, wb.w);
+  for (int64_t oy = a.y0; oy < a.y1; ++oy) {
+    const AxisTaps<math_t> ty = a.mh.taps(oy);
+    acc_t* __restrict yrow = tile + (oy - a.y0) * cols * nc;
+    for (int i = 0; i < 4; ++i) {
+      const scalar_t* xr = a.su + a.mh.tap(ty, i) * a.sh + a.c0 * a.sc;
+      const acc_t wy = static_cast<acc_t>(ty.w[i]);
+      for (int64_t x = 0; x < cols; ++x) {
+        const int64_t* tx = wb.tap + 4 * x;
+        const math_t* wx = wb.w + 4 * x;
+        for (int64_t c = 0; c < nc; ++c) {
+          auto at = [&](int j) { return static_cast<acc_t>(xr[tx[j] * a.sw + c * a.sc]); };
+          acc_t t = at(0) * static_cast<acc_t>(wx[0]);
+          for (int j = 1; j < 4; ++j) t += at(j) * static_cast<acc_t>(wx[j]);
+          acc_t& out = yrow[x * nc + c];
+          out = i == 0 ? t * wy : out + t * wy;
+        }
+      }
+    }
+  }
+}
+
+template <typename scalar_t, typename acc_t, typename math_t>
+void stream_tile(Direction dir, const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& sources) {
+  if (dir == Direction::Forward) return gather_tile(a, tile, sources);
+  scatter_tile(a, tile, sources);
+}
+
+// The whole resample through stream_tile, tiles spread over threads (each output element in one tile).
 template <typename scalar_t, typename acc_t>
-void stream_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>& th, const AxisMap<acc_t>& tw,
+void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw,
                    bool channels_last) {
-  const int64_t N = grads.size(0), C = grads.size(1), IH = out.size(2), IW = out.size(3);
-  const int64_t sn = grads.stride(0), sc = grads.stride(1), sh = grads.stride(2), sw = grads.stride(3);
-  const int64_t cl = channels_last ? C : 1, units = channels_last ? N : N * C, out_row = IW * cl;
-  const int64_t row_tiles = (IH + kStreamRows - 1) / kStreamRows, col_tiles = (IW + kStreamCols - 1) / kStreamCols;
+  const int64_t N = src.size(0), C = src.size(1), DH = dst.size(2), DW = dst.size(3);
+  const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
+  const int64_t cl = channels_last ? C : 1, units = channels_last ? N : N * C, out_row = DW * cl;
+  const int64_t row_tiles = (DH + kStreamRows - 1) / kStreamRows, col_tiles = (DW + kStreamCols - 1) / kStreamCols;
   const int64_t ch_tiles = (cl + kStreamChannels - 1) / kStreamChannels;
-  const scalar_t* g = grads.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  const scalar_t* s = src.const_data_ptr<scalar_t>();
+  scalar_t* y = dst.mutable_data_ptr<scalar_t>();
   at::parallel_for(0, units * row_tiles * col_tiles * ch_tiles, 1, [&](int64_t begin, int64_t end) {
     Scratch<acc_t>& scratch = Scratch<acc_t>::local();
     acc_t* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t ct = task % ch_tiles, xt = task / ch_tiles % col_tiles, rt = task / ch_tiles / col_tiles % row_tiles;
-      const int64_t u = task / ch_tiles / col_tiles / row_tiles;
-      const int64_t iy0 = rt * kStreamRows, iy1 = std::min(IH, iy0 + kStreamRows);
-      const int64_t x0 = xt * kStreamCols, x1 = std::min(IW, x0 + kStreamCols);
+      const int64_t ct = task % ch_tiles, xt = task / ch_tiles % col_tiles;
+      const int64_t rt = task / ch_tiles / col_tiles % row_tiles, u = task / ch_tiles / col_tiles / row_tiles;
+      const int64_t y0 = rt * kStreamRows, y1 = std::min(DH, y0 + kStreamRows);
+      const int64_t x0 = xt * kStreamCols, x1 = std::min(DW, x0 + kStreamCols);
       const int64_t c0 = ct * kStreamChannels, c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
-      const scalar_t* gu = channels_last ? g + u * sn : g + (u / C) * sn + (u % C) * sc;
-      stream_tile<scalar_t, acc_t, acc_t>(gu, sh, sw, sc, th, tw, iy0, iy1, x0, x1, c0, c1, tile, scratch.sources);
-      for (int64_t r = 0; r < iy1 - iy0; ++r) {
-        scalar_t* yr = y + (u * IH + iy0 + r) * out_row;
+      const scalar_t* su = channels_last ? s + u * sn : s + (u / C) * sn + (u % C) * sc;
+      const TileArgs<scalar_t, acc_t, acc_t> args{su, sh, sw, sc, mh, mw, y0, y1, x0, x1, c0, c1};
+      stream_tile(mh.dir, args, tile, scratch.sources);
+      for (int64_t r = 0; r < y1 - y0; ++r) {
+        scalar_t* yr = y + (u * DH + y0 + r) * out_row;
         const acc_t* tr = tile + r * (x1 - x0) * nc;
         for (int64_t x = x0; x < x1; ++x)
           for (int64_t c = c0; c < c1; ++c) yr[x * cl + c] = static_cast<scalar_t>(tr[(x - x0) * nc + c - c0]);
@@ -455,33 +423,33 @@ void stream_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t
   });
 }
 
-// Rows [iy0, iy1) of one unit (rows of out_row = IW * cl floats at `rows`), recomputed with double sums and
-// float weights, then rounded to float: the overflow guard of the fast path.
+// Output rows [y0, y1) of one unit (rows of DW * cl floats at `rows`) recomputed by the streaming path with
+// double sums and float weights, then rounded to float: the overflow guard of the fast path.
 template <typename scalar_t>
-void stream_rows_in_double(const scalar_t* gu, int64_t sh, int64_t sw, int64_t sc, int64_t cl,
-                           const AxisMap<float>& th, const AxisMap<float>& tw, int64_t iy0, int64_t iy1,
-                           float* rows) {
+void stream_rows_in_double(const scalar_t* su, int64_t sh, int64_t sw, int64_t sc, int64_t cl,
+                           const AxisMap<float>& mh, const AxisMap<float>& mw, int64_t y0, int64_t y1, float* rows) {
   Scratch<double>& scratch = Scratch<double>::local();
   double* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
-  const int64_t IW = tw.in, out_row = IW * cl;
-  for (int64_t r0 = iy0; r0 < iy1; r0 += kStreamRows) {
-    const int64_t r1 = std::min(iy1, r0 + kStreamRows);
-    for (int64_t x0 = 0; x0 < IW; x0 += kStreamCols) {
-      const int64_t x1 = std::min(IW, x0 + kStreamCols);
+  const int64_t DW = mw.dir == Direction::Forward ? mw.out : mw.in, out_row = DW * cl;
+  for (int64_t r0 = y0; r0 < y1; r0 += kStreamRows) {
+    const int64_t r1 = std::min(y1, r0 + kStreamRows);
+    for (int64_t x0 = 0; x0 < DW; x0 += kStreamCols) {
+      const int64_t x1 = std::min(DW, x0 + kStreamCols);
       for (int64_t c0 = 0; c0 < cl; c0 += kStreamChannels) {
         const int64_t c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
-        stream_tile<scalar_t, double, float>(gu, sh, sw, sc, th, tw, r0, r1, x0, x1, c0, c1, tile, scratch.sources);
+        const TileArgs<scalar_t, double, float> args{su, sh, sw, sc, mh, mw, r0, r1, x0, x1, c0, c1};
+        stream_tile(mh.dir, args, tile, scratch.sources);
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t x = x0; x < x1; ++x)
             for (int64_t c = c0; c < c1; ++c)
-              rows[(r - iy0) * out_row + x * cl + c] = static_cast<float>(tile[((r - r0) * (x1 - x0) + x - x0) * nc + c - c0]);
+              rows[(r - y0) * out_row + x * cl + c] = static_cast<float>(tile[((r - r0) * (x1 - x0) + x - x0) * nc + c - c0]);
       }
     }
   }
   scratch.trim();
 }
 
-// RBG_CPU_STREAM_ONLY=1 sends every shape through the streaming path (the tests use it to compare the paths).
+// RBG_CPU_STREAM_ONLY=1 sends every shape through the streaming paths (the tests use it to compare paths).
 bool stream_only() {
   static const bool yes = std::getenv("RBG_CPU_STREAM_ONLY") != nullptr;
   return yes;
@@ -498,42 +466,44 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
   return bad != 0;
 }
 
+// ---- the fast path -------------------------------------------------------------------------------------
+
 // A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
 // (channels_last). A task owns a block of output rows of one unit; the tasks never share an output element.
 //
 // The two passes can run in either order, and the cheaper one is chosen from the shapes (the choice depends
 // only on the shapes, never on the thread count):
-//  - H first (IH <= OH): sum the grads rows into float rows S[iy] = sum over (oy, k) with tap k of oy equal
-//    to iy, ascending, of wh * dY[oy] (a vectorised axpy along the row), then resample S along W;
-//  - W first (IH > OH): resample each contributing grads row along W, then add it, times each of its four
-//    H weights in order, into the output rows it reaches.
-// The W pass keeps every (o, k) term separate (0 * inf stays NaN) and vectorises across channels when a
-// row has at least one vector of them, otherwise across kLanes lines at once in transposed form.
+//  - H first (DH <= SH): sum the input rows into float rows S[dy] = sum, in ascending (sy, tap) order, of
+//    wh * src[sy] (a vectorised axpy along the row), then resample S along W;
+//  - W first (DH > SH): resample each input row along W, then add it, times each of its H weights in
+//    order, into the output rows it reaches.
+// The W pass keeps every tap separate (0 * inf stays NaN) and vectorises across channels when a row has at
+// least one vector of them, otherwise across kLanes lines at once in transposed form. The same code runs
+// the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the AxisOps differ.
 //
 // Extra memory, per thread (the scratch above): three row buffers (S or one group's W-pass results, the
-// staged output rows, a widened grads row group), each at most max(256 KiB, one row group), where a row
-// group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row
-// otherwise; and two transposed blocks of at most 4096 and 1024 positions x 64 bytes (320 KiB). No buffer
-// grows with N, C or H, and none holds a whole plane: with T threads the total is at most
-// T x (4 MiB + 3 rows), below one float32 copy of the larger of grads and output for any tensor of more
-// than that. The two axis tables add about 64 bytes per grads row and column, shared by all threads.
+// staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
+// group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
+// most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
+// positions x 64 bytes (320 KiB). Plus the W gather table, at most kGatherTableBudget (8 MiB), shared.
+// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 8 MiB, whatever the shape.
 
 template <typename scalar_t, typename acc_t>
-void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>& th, const AxisMap<acc_t>& tw,
+void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
                  const GatherTable<acc_t>& table, bool channels_last) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
-  const int64_t N = grads.size(0), C = grads.size(1), OH = grads.size(2), OW = grads.size(3);
-  const int64_t IH = out.size(2), IW = out.size(3);
-  const int64_t sn = grads.stride(0), sc = grads.stride(1), sh = grads.stride(2), sw = grads.stride(3);
+  const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
+  const int64_t DH = dst.size(2), DW = dst.size(3);
+  const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
   const int64_t cl = channels_last ? C : 1;
   const int64_t units = channels_last ? N : N * C;
-  const int64_t in_row = OW * cl, out_row = IW * cl;  // elements per row of grads / of the output
+  const int64_t in_row = SW * cl, out_row = DW * cl;  // elements per row of the input / of the output
   // The transposed W pass runs over chunks of kChunkOut outputs, each transposing only the source positions
   // its taps reach, so its blocks stay small however wide a row is. It needs a group of rows at once,
   // though, so rows wider than kMaxGroupRow floats, and extreme W reductions (one chunk reaching more
   // than kMaxChunkSpan positions), take the untransposed pass instead: the same sums in the same order,
-  // one row at a time, slower but within the memory bound.
+  // one row at a time.
   constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
   constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
   struct WChunk {
@@ -541,150 +511,146 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>&
   };
   std::vector<WChunk> chunks;
   int64_t max_span = 0;
-  for (int64_t i0 = 0; i0 < IW; i0 += kChunkOut) {
-    WChunk c{i0, std::min(IW, i0 + kChunkOut), 0, 0};
-    tw.contributors(c.i0, c.i1, c.o0, c.o1);
+  for (int64_t i0 = 0; i0 < DW; i0 += kChunkOut) {
+    WChunk c{i0, std::min(DW, i0 + kChunkOut), 0, 0};
+    tw.sources(c.i0, c.i1, c.o0, c.o1);
     max_span = std::max(max_span, c.o1 - c.o0);
     chunks.push_back(c);
   }
   const bool transposed =
-      cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(OW, IW) * cl <= L * kMaxGroupRow;
+      cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(SW, DW) * cl <= L * kMaxGroupRow;
   const int64_t group = transposed ? L / cl : 1;  // rows per W-pass step
-  const bool h_first = IH <= OH;
+  const bool h_first = DH <= SH;
   const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
-  const bool read_in_place = direct && contiguous_row;  // W-first reads float grads rows where they are
+  const bool read_in_place = direct && contiguous_row;  // W-first reads float input rows where they are
   // Output rows are built in a float buffer and written out in one sequential sweep when they need
   // narrowing, or when the transposed W pass would otherwise scatter tile stores across fresh output rows.
   const bool staged = !direct || (h_first && transposed);
-  const scalar_t* g = grads.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
+  const scalar_t* s = src.const_data_ptr<scalar_t>();
+  scalar_t* y = dst.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
 
-  int64_t rows = rows_per_task(units, IH);
+  int64_t rows = rows_per_task(units, DH);
   const int64_t widest = std::max(in_row, out_row) * static_cast<int64_t>(sizeof(acc_t));
   rows = std::min(rows, std::max<int64_t>(group, (int64_t{256} << 10) / widest));
-  rows = std::min(IH, (rows + group - 1) / group * group);
-  const int64_t blocks = (IH + rows - 1) / rows;
+  rows = std::min(DH, (rows + group - 1) / group * group);
+  const int64_t blocks = (DH + rows - 1) / rows;
 
   at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch<acc_t>& scratch = Scratch<acc_t>::local();
-    // H first: rows of S; W first: the W-pass results of one group of grads rows.
+    // H first: rows of S; W first: the W-pass results of one group of input rows.
     acc_t* const mid = sized(scratch.mid, h_first ? rows * in_row : group * out_row);
     acc_t* const gbuf = sized(scratch.gbuf, read_in_place ? 0 : (h_first ? 1 : group) * in_row);
     acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? max_span * L : 0);
     acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? kChunkOut * L : 0);
     acc_t* const obuf = sized(scratch.obuf, staged ? rows * out_row : 0);
 
-    // Elements [e0, e0 + len) of a grads row (element e = ox * cl + c) as contiguous floats, in place when
+    // Elements [e0, e0 + len) of an input row (element e = x * cl + c) as contiguous floats, in place when
     // they already are.
-    auto grads_row = [&](const scalar_t* gr, acc_t* buf, int64_t e0 = 0, int64_t len = -1) -> const acc_t* {
+    auto input_row = [&](const scalar_t* sr, acc_t* buf, int64_t e0 = 0, int64_t len = -1) -> const acc_t* {
       if (len < 0) len = in_row;
       if (contiguous_row) {
         if constexpr (direct) {
-          return gr + e0;
+          return sr + e0;
         } else {
-          widen(buf, gr + e0, len);
+          widen(buf, sr + e0, len);
           return buf;
         }
       }
-      for (int64_t e = e0; e < e0 + len; ++e) buf[e - e0] = static_cast<acc_t>(gr[(e / cl) * sw + (e % cl) * sc]);
+      for (int64_t e = e0; e < e0 + len; ++e) buf[e - e0] = static_cast<acc_t>(sr[(e / cl) * sw + (e % cl) * sc]);
       return buf;
     };
 
-    // W pass of n rows: src rows src_stride apart (OW positions) -> dst rows out_row apart (IW positions).
-    auto w_pass_rows = [&](acc_t* dst, const acc_t* src, int64_t src_stride, int64_t n) {
+    // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions).
+    auto w_pass_rows = [&](acc_t* out, const acc_t* in, int64_t in_stride, int64_t n) {
       if (!transposed) {
         for (int64_t r = 0; r < n; ++r)
-          w_pass_gather_channels(dst + r * out_row, src + r * src_stride, cl, cl, table.ptr.data(),
-                                 table.src.data(), table.w.data(), IW);
+          w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.src.data(),
+                                 table.w.data(), DW);
         return;
       }
       for (int64_t r0 = 0; r0 < n; r0 += group) {
         const int64_t lines = std::min(group, n - r0) * cl;
         for (const WChunk& c : chunks) {
-          lines_to_lanes(lanes_in, src + r0 * src_stride + c.o0 * cl, src_stride, cl, lines, c.o1 - c.o0);
+          lines_to_lanes(lanes_in, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
           w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.src.data(), table.w.data(), c.i0, c.i1, c.o0);
-          lanes_to_lines(dst + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
+          lanes_to_lines(out + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
         }
       }
     };
 
     for (int64_t task = begin; task < end; ++task) {
       const int64_t u = task / blocks;
-      const int64_t iy0 = (task % blocks) * rows;
-      const int64_t iy1 = std::min(IH, iy0 + rows);
-      const scalar_t* gu = channels_last ? g + u * sn : g + (u / C) * sn + (u % C) * sc;
-      acc_t* ob = staged ? obuf : reinterpret_cast<acc_t*>(y + (u * IH + iy0) * out_row);
-      int64_t oy0, oy1;
-      th.contributors(iy0, iy1, oy0, oy1);
+      const int64_t y0 = (task % blocks) * rows;
+      const int64_t y1 = std::min(DH, y0 + rows);
+      const scalar_t* su = channels_last ? s + u * sn : s + (u / C) * sn + (u % C) * sc;
+      acc_t* ob = staged ? obuf : reinterpret_cast<acc_t*>(y + (u * DH + y0) * out_row);
+      int64_t sy0, sy1;
+      th.sources(y0, y1, sy0, sy1);
 
       if (h_first) {
-        std::fill(mid, mid + (iy1 - iy0) * in_row, acc_t(0));
+        std::fill(mid, mid + (y1 - y0) * in_row, acc_t(0));
         // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S
-        // stays in L1 while every contributing grads row is added; chunks of at least 1024 floats keep the
-        // grads reads long enough for the prefetcher. Narrower rows go whole.
+        // stays in L1 while every contributing input row is added; chunks of at least 1024 floats keep the
+        // reads long enough for the prefetcher. Narrower rows go whole.
         const int64_t chunk = in_row <= kHPassChunkFloats / 2
                                   ? in_row
-                                  : std::max<int64_t>(1024, kHPassChunkFloats / (iy1 - iy0)) / 16 * 16;
+                                  : std::max<int64_t>(1024, kHPassChunkFloats / (y1 - y0)) / 16 * 16;
         for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
           const int64_t len = std::min(chunk, in_row - e0);
-          for (int64_t oy = oy0; oy < oy1; ++oy) {
-            const acc_t* gv = grads_row(gu + oy * sh, gbuf, e0, len);
-            const AxisTaps<acc_t> ty = th.taps(oy);
-            for (int k = 0; k < 4; ++k) {
-              const int64_t iy = th.tap(ty, k);
-              if (iy >= iy0 && iy < iy1) axpy(mid + (iy - iy0) * in_row + e0, gv, ty.w[k], len);
-            }
+          for (int64_t sy = sy0; sy < sy1; ++sy) {
+            const acc_t* sv = nullptr;  // read only if the row reaches this block
+            th.scatter(sy, y0, y1, [&](int64_t dy, acc_t w) {
+              if (!sv) sv = input_row(su + sy * sh, gbuf, e0, len);
+              axpy(mid + (dy - y0) * in_row + e0, sv, w, len);
+            });
           }
         }
-        w_pass_rows(ob, mid, in_row, iy1 - iy0);
+        w_pass_rows(ob, mid, in_row, y1 - y0);
       } else {
         // Output rows start at their first contribution rather than with a separate zero fill.
         std::vector<uint8_t>& started = scratch.row_started;
-        started.assign(iy1 - iy0, 0);
-        for (int64_t oyg = oy0; oyg < oy1; oyg += group) {
-          const int64_t n = std::min(group, oy1 - oyg);
-          const acc_t* src;
-          int64_t src_stride;
+        started.assign(y1 - y0, 0);
+        for (int64_t syg = sy0; syg < sy1; syg += group) {
+          const int64_t n = std::min(group, sy1 - syg);
+          const acc_t* in;
+          int64_t in_stride;
           if (read_in_place) {
-            src = reinterpret_cast<const acc_t*>(gu + oyg * sh);
-            src_stride = sh;
+            in = reinterpret_cast<const acc_t*>(su + syg * sh);
+            in_stride = sh;
           } else {
-            for (int64_t r = 0; r < n; ++r) grads_row(gu + (oyg + r) * sh, gbuf + r * in_row);
-            src = gbuf;
-            src_stride = in_row;
+            for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * sh, gbuf + r * in_row);
+            in = gbuf;
+            in_stride = in_row;
           }
-          w_pass_rows(mid, src, src_stride, n);
+          w_pass_rows(mid, in, in_stride, n);
           for (int64_t r = 0; r < n; ++r) {
-            const AxisTaps<acc_t> ty = th.taps(oyg + r);
-            for (int k = 0; k < 4; ++k) {
-              const int64_t iy = th.tap(ty, k);
-              if (iy < iy0 || iy >= iy1) continue;
-              acc_t* row = ob + (iy - iy0) * out_row;
-              if (started[iy - iy0]) {
-                axpy(row, mid + r * out_row, ty.w[k], out_row);
+            th.scatter(syg + r, y0, y1, [&](int64_t dy, acc_t w) {
+              acc_t* row = ob + (dy - y0) * out_row;
+              if (started[dy - y0]) {
+                axpy(row, mid + r * out_row, w, out_row);
               } else {
-                axpy_into_zero(row, mid + r * out_row, ty.w[k], out_row);
-                started[iy - iy0] = 1;
+                axpy_into_zero(row, mid + r * out_row, w, out_row);
+                started[dy - y0] = 1;
               }
-            }
+            });
           }
         }
-        for (int64_t r = 0; r < iy1 - iy0; ++r)
+        for (int64_t r = 0; r < y1 - y0; ++r)
           if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
       }
       if constexpr (std::is_same_v<acc_t, float>) {
-        // Finite gradients near FLT_MAX can overflow the float intermediate of the two passes and then meet a
-        // zero weight (inf * 0 = NaN) where PyTorch's direct 16-term sum gives +-inf. Any non-finite value
-        // in the task's rows sends them through the same sums in double; for NaN/inf gradients that gives
-        // the same positions, for finite ones the correctly overflowed result.
-        if (any_nonfinite(ob, (iy1 - iy0) * out_row))
-          stream_rows_in_double(gu, sh, sw, sc, cl, th, tw, iy0, iy1, ob);
+        // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a
+        // zero weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the
+        // task's rows sends them through the streaming path in double; for NaN/inf inputs that gives the
+        // same positions, for finite ones the correctly overflowed result.
+        if (any_nonfinite(ob, (y1 - y0) * out_row))
+          stream_rows_in_double(su, sh, sw, sc, cl, th.map, tw.map, y0, y1, ob);
       }
       if (staged) {
         if constexpr (direct) {
-          std::memcpy(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row * sizeof(acc_t));
+          std::memcpy(y + (u * DH + y0) * out_row, ob, (y1 - y0) * out_row * sizeof(acc_t));
         } else {
-          narrow(y + (u * IH + iy0) * out_row, ob, (iy1 - iy0) * out_row);
+          narrow(y + (u * DH + y0) * out_row, ob, (y1 - y0) * out_row);
         }
       }
     }
@@ -692,33 +658,59 @@ void grad_engine(const at::Tensor& grads, at::Tensor& out, const AxisMap<acc_t>&
   });
 }
 
+// ---- entry -----------------------------------------------------------------------------------------------
+
+// src (N, C, SH, SW) -> dst (N, C, DH, DW) along `dir`; the resize itself has input `in_*`, output `out_*`.
+at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Direction dir, bool align_corners,
+                    double scale_h, double scale_w) {
+  const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
+  const auto fmt = output_memory_format(src);
+  const bool channels_last = fmt == at::MemoryFormat::ChannelsLast;
+  at::Tensor dst = at::empty({N, C, dst_h, dst_w}, src.options().memory_format(fmt));
+  if (dst.numel() == 0) return dst;
+  const bool forward = dir == Direction::Forward;
+  const int64_t in_h = forward ? SH : dst_h, in_w = forward ? SW : dst_w;
+  const int64_t out_h = forward ? dst_h : SH, out_w = forward ? dst_w : SW;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, src.scalar_type(), "rbg_bicubic_resample_cpu", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
+    const AxisMap<acc_t> mh(in_h, out_h, align_corners, scale_h, dir);
+    const AxisMap<acc_t> mw(in_w, out_w, align_corners, scale_w, dir);
+    const AxisOp<acc_t> th(mh), tw(mw);
+    const int64_t cl = channels_last ? C : 1;
+    // The forward's fast path reads every input row and column; past a 4x reduction most are not needed,
+    // and gathering just the taps (the streaming path) does less work.
+    const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
+    const bool fast = moderate && GatherTable<acc_t>::bytes(tw) <= kGatherTableBudget &&
+                      std::max(SW, dst_w) * cl <= kMaxFastRow && !stream_only();
+    if (fast) {
+      fast_engine<scalar_t, acc_t>(src, dst, th, tw, GatherTable<acc_t>(tw), channels_last);
+    } else {
+      stream_engine<scalar_t, acc_t>(src, dst, mh, mw, channels_last);
+    }
+  });
+  return dst;
+}
+
 }  // namespace
 
 at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
                                   double scale_h, double scale_w) {
-  const int64_t N = grads.size(0), C = grads.size(1), OH = grads.size(2), OW = grads.size(3);
-  const auto fmt = output_memory_format(grads);
-  const bool channels_last = fmt == at::MemoryFormat::ChannelsLast;
-  at::Tensor out = at::empty({N, C, in_h, in_w}, grads.options().memory_format(fmt));
-  if (out.numel() == 0) return out;
-  if (in_h == OH && in_w == OW) {  // same-size rule: a copy, whatever the scales
+  if (in_h == grads.size(2) && in_w == grads.size(3)) {  // same-size rule: a copy, whatever the scales
+    at::Tensor out = at::empty(grads.sizes(), grads.options().memory_format(output_memory_format(grads)));
     out.copy_(grads);
     return out;
   }
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grads.scalar_type(), "resize_bicubic_v2_grad_cpu", [&] {
-    using acc_t = at::opmath_type<scalar_t>;
-    const AxisMap<acc_t> th(in_h, OH, align_corners, scale_h);
-    const AxisMap<acc_t> tw(in_w, OW, align_corners, scale_w);
-    const int64_t cl = channels_last ? C : 1;
-    const bool fast = GatherTable<acc_t>::bytes(in_w, OW) <= kGatherTableBudget &&
-                      std::max(OW, in_w) * cl <= kMaxFastRow && !stream_only();
-    if (fast) {
-      grad_engine<scalar_t, acc_t>(grads, out, th, tw, GatherTable<acc_t>(tw), channels_last);
-    } else {
-      stream_engine<scalar_t, acc_t>(grads, out, th, tw, channels_last);
-    }
-  });
-  return out;
+  return resample(grads, in_h, in_w, Direction::Backward, align_corners, scale_h, scale_w);
+}
+
+at::Tensor resize_bicubic_v2_grad_adjoint(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
+                                          double scale_h, double scale_w) {
+  return resample(grads, in_h, in_w, Direction::Backward, align_corners, scale_h, scale_w);
+}
+
+at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t out_w, bool align_corners,
+                             double scale_h, double scale_w) {
+  return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
 }
 
 }  // namespace rbg::cpu

@@ -1,0 +1,24 @@
+// The CPU backend: one separable bicubic resampler (bicubic_resampler.cpp) with two directions, the resize
+// and its gradient, built from the per-axis operators of axis.h. Arguments are assumed validated; outputs
+// follow the input's memory format (output_memory_format).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace rbg::cpu {
+
+// grads (N, C, OH, OW) -> gradient of the original image (N, C, in_h, in_w), DESIGN §2 semantics, including
+// the same-size rule (a copy when in_h, in_w equal OH, OW, whatever the scales).
+at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
+                                  double scale_h, double scale_w);
+
+// The exact transpose of resize_bicubic_v2 without the same-size rule: what the forward's backward needs
+// when the sizes are equal but the scales make the forward something other than the identity.
+at::Tensor resize_bicubic_v2_grad_adjoint(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
+                                          double scale_h, double scale_w);
+
+// The bicubic resize images (N, C, H, W) -> (N, C, out_h, out_w), aten::upsample_bicubic2d semantics.
+at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t out_w, bool align_corners,
+                             double scale_h, double scale_w);
+
+}  // namespace rbg::cpu
