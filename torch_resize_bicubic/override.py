@@ -1,44 +1,175 @@
-"""Route PyTorch's own ``aten::upsample_bicubic2d_backward`` to this project's kernel, so that unmodified
-``F.interpolate(..., mode="bicubic")`` training uses it."""
+"""Route PyTorch's own bicubic ops on the CPU to this project's kernels, so that unmodified
+``F.interpolate(..., mode="bicubic")`` models use them, eagerly and under ``torch.compile``.
+
+The override is a drop-in (DESIGN §3): every call that reaches aten's CPU bicubic behaves as PyTorch's does.
+
+* Eager: ``aten::upsample_bicubic2d`` and ``aten::upsample_bicubic2d_backward`` (and their ``out=`` forms;
+  ``.vec`` reaches the first) get a CPU kernel that runs ours for the inputs it covers (4-D float16,
+  bfloat16, float32, float64 with non-empty valid sizes) and PyTorch's original kernel, fetched with
+  ``torch.library.get_kernel``, for everything else: other dtypes (uint8), bad arguments (so PyTorch's own
+  exceptions and messages), empty tensors.
+* ``torch.compile``: AOT autograd traces bicubic through Python decompositions registered on the Autograd
+  and CompositeImplicitAutograd keys, which would turn it into gathers and scatters. While the override is
+  on, those Python kernels send covered CPU inputs to ``cann::_upsample_bicubic2d_aten`` instead, an op with
+  aten's schema, semantics and layouts whose backward is ``cann::_upsample_bicubic2d_backward_aten``;
+  Inductor runs both as extern kernels.
+
+Semantics kept: non-finite scales as aten reads them, aten's output layouts (the forward keeps the input's
+memory format, the backward is always contiguous), values equal up to rounding, and aten's same-size rule in
+the backward (a copy).
+"""
 from __future__ import annotations
 
 import threading
 import warnings
+from typing import Callable, Dict
 
 import torch
+from torch._C import DispatchKey
+from torch._prims_common.wrappers import _maybe_resize_out
 
 _lock = threading.Lock()
 _library = None  # the torch.library registration while the override is on
+_saved_py_kernels: Dict = {}  # (OpOverload, DispatchKey) -> the Python kernel we replaced (or None)
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def _cpu_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return torch.ops.cann.upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners,
-                                                      scales_h, scales_w)
+def _covered(t, sizes_ok: bool) -> bool:
+    return (isinstance(t, torch.Tensor) and t.device.type == "cpu" and t.dim() == 4 and t.dtype in _FLOATS
+            and sizes_ok)
 
+
+def _positive(values) -> bool:
+    return all(isinstance(v, int) and v > 0 for v in values)
+
+
+def _forward_covered(x, output_size) -> bool:
+    return _covered(x, len(output_size) == 2 and _positive(output_size) and _positive(x.shape))
+
+
+def _backward_covered(g, output_size, input_size) -> bool:
+    return _covered(g, len(output_size) == 2 and len(input_size) == 4 and _positive(output_size)
+                    and _positive(input_size) and list(g.shape) == [*input_size[:2], *output_size])
+
+
+def _resize_out(out: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """aten's out= contract: resize `out` (warning if it had other elements), then copy."""
+    _maybe_resize_out(out, result.shape)
+    return out.copy_(result)
+
+
+def _eager_kernels(original: Callable[[str], Callable]) -> Dict[str, Callable]:
+    cann = torch.ops.cann
+
+    def forward(keyset, x, output_size, align_corners, scales_h=None, scales_w=None):
+        if _forward_covered(x, output_size):
+            return cann._upsample_bicubic2d_aten(x, output_size, align_corners, scales_h, scales_w)
+        return original("upsample_bicubic2d")(keyset, x, output_size, align_corners, scales_h, scales_w)
+
+    def forward_out(keyset, x, output_size, align_corners, scales_h=None, scales_w=None, *, out):
+        if _forward_covered(x, output_size):
+            return _resize_out(out, cann._upsample_bicubic2d_aten(x, output_size, align_corners, scales_h, scales_w))
+        return original("upsample_bicubic2d.out")(keyset, x, output_size, align_corners, scales_h, scales_w,
+                                                  out=out)
+
+    def backward(keyset, g, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+        if _backward_covered(g, output_size, input_size):
+            return cann._upsample_bicubic2d_backward_aten(g, output_size, input_size, align_corners, scales_h,
+                                                          scales_w)
+        return original("upsample_bicubic2d_backward")(keyset, g, output_size, input_size, align_corners, scales_h,
+                                                       scales_w)
+
+    def backward_out(keyset, g, output_size, input_size, align_corners, scales_h=None, scales_w=None, *,
+                     grad_input):
+        if _backward_covered(g, output_size, input_size):
+            result = cann._upsample_bicubic2d_backward_aten(g, output_size, input_size, align_corners, scales_h,
+                                                            scales_w)
+            return _resize_out(grad_input, result)
+        return original("upsample_bicubic2d_backward.grad_input")(keyset, g, output_size, input_size, align_corners,
+                                                                  scales_h, scales_w, grad_input=grad_input)
+
+    return {"upsample_bicubic2d": forward, "upsample_bicubic2d.out": forward_out,
+            "upsample_bicubic2d_backward": backward, "upsample_bicubic2d_backward.grad_input": backward_out}
+
+
+# ---- torch.compile: the Python kernels that AOT autograd traces through ----------------------------------
+
+def _traced_forward(previous):
+    def kernel(x, output_size, align_corners, scales_h=None, scales_w=None):
+        if _covered(x, len(output_size) == 2):  # sizes may be symbolic here; the op checks them at run time
+            return torch.ops.cann._upsample_bicubic2d_aten(x, list(output_size), align_corners, scales_h, scales_w)
+        return previous(x, output_size, align_corners, scales_h, scales_w)
+    return kernel
+
+
+def _traced_vec(previous):
+    def kernel(x, output_size, align_corners, scale_factors):
+        if not _covered(x, True) or (output_size is None) == (scale_factors is None):
+            return previous(x, output_size, align_corners, scale_factors)
+        if output_size is None:  # as aten's compute_output_size: floor of the scaled size
+            output_size = [torch.sym_int(torch.sym_float(s) * f) for s, f in zip(x.shape[2:], scale_factors)]
+        scale_h, scale_w = scale_factors if scale_factors else (None, None)
+        return torch.ops.aten.upsample_bicubic2d.default(x, list(output_size), align_corners, scale_h, scale_w)
+    return kernel
+
+
+def _traced_patches():
+    aten = torch.ops.aten
+    return [(aten.upsample_bicubic2d.default, DispatchKey.Autograd, _traced_forward),
+            (aten.upsample_bicubic2d.vec, DispatchKey.Autograd, _traced_vec),
+            (aten.upsample_bicubic2d.vec, DispatchKey.CompositeImplicitAutograd, _traced_vec)]
+
+
+def _set_py_kernel(op, key, fn) -> None:
+    if fn is None:
+        op.py_kernels.pop(key, None)
+    else:
+        op.py_kernels[key] = fn
+    op._dispatch_cache.clear()
+
+
+# ---- the switch ---------------------------------------------------------------------------------------
 
 def enable_aten_override() -> None:
-    """Make ``aten::upsample_bicubic2d_backward`` on the CPU run ``cann::upsample_bicubic2d_backward``.
+    """Route aten's CPU bicubic resize and its backward to this project's kernels (see the module doc).
 
     Off by default; calling it again while on does nothing. ``disable_aten_override()`` restores PyTorch's
-    kernel. (On an NPU build the PrivateUse1 kernel would be routed the same way; see README "NPU status".)
+    kernels bit for bit. (On an NPU build the PrivateUse1 kernels are not routed; see README "NPU status".)
     """
     global _library
     with _lock:
         if _library is not None:
             return
+        names = ["upsample_bicubic2d", "upsample_bicubic2d.out", "upsample_bicubic2d_backward",
+                 "upsample_bicubic2d_backward.grad_input"]
+        originals = {name: torch.library.get_kernel(f"aten::{name}", "CPU") for name in names}
+
+        def original(name):
+            kernel = originals[name]
+            return lambda keyset, *args, **kwargs: kernel.call_boxed(keyset, *args, **kwargs)
+
         lib = torch.library.Library("aten", "IMPL")
-        with warnings.catch_warnings():  # replacing PyTorch's kernel is the point; keep the log quiet
+        with warnings.catch_warnings():  # replacing PyTorch's kernels is the point; keep the log quiet
             warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
-            lib.impl("upsample_bicubic2d_backward", _cpu_backward, "CPU")
+            for name, kernel in _eager_kernels(original).items():
+                lib.impl(name, kernel, "CPU", with_keyset=True)
+        for op, key, make in _traced_patches():
+            previous = op.py_kernels.get(key)
+            _saved_py_kernels[(op, key)] = previous
+            _set_py_kernel(op, key, make(previous))
         _library = lib
 
 
 def disable_aten_override() -> None:
-    """Restore PyTorch's own kernel; harmless when the override is off."""
+    """Restore PyTorch's own kernels; harmless when the override is off."""
     global _library
     with _lock:
         if _library is None:
             return
+        for (op, key), previous in _saved_py_kernels.items():
+            _set_py_kernel(op, key, previous)
+        _saved_py_kernels.clear()
         _library._destroy()
         _library = None
 

@@ -5,7 +5,7 @@
 // axis, computed on the fly from the shared math header. The forward gathers, for destination o, its four
 // taps; the backward is the transpose, scattering each gradient index o onto its four taps. AxisOp gives
 // the engine one view of both: `sources` (which source positions a block of destinations needs),
-// `scatter` (the destinations a source position feeds) and a GatherTable (per destination, its sources).
+// `scatter` (the destinations a source position feeds) and AxisCsr tables (per destination its sources, per source its destinations).
 // In every direction a destination sums its terms in ascending (source, tap) order.
 #pragma once
 
@@ -64,15 +64,77 @@ struct AxisMap {
   }
 };
 
+// An axis as a sparse matrix in compressed rows: for each row r, the (column, weight) pairs ptr[r]..ptr[r+1],
+// in ascending (column, tap) order. `direct` has a row per resize output index o with its four taps;
+// `transposed` a row per resize input index i with the (o, weight) pairs of every tap of o that lands on i,
+// i.e. exactly the order in which a scatter over o would add them. The engine gathers along W
+// (forward: direct, backward: transposed) and scatters along H (forward: transposed, backward: direct).
+template <typename acc_t>
+struct AxisCsr {
+  std::vector<int64_t> ptr, col;
+  std::vector<acc_t> w;
+
+  static int64_t bytes(const AxisMap<acc_t>& m, bool transposed) {
+    const int64_t rows = transposed ? m.in : m.out;
+    return (2 * rows + 2) * int64_t(sizeof(int64_t)) + 4 * m.out * int64_t(sizeof(int64_t) + sizeof(acc_t));
+  }
+
+  static AxisCsr direct(const AxisMap<acc_t>& m) {
+    AxisCsr t;
+    t.ptr.resize(m.out + 1);
+    t.col.resize(4 * m.out);
+    t.w.resize(4 * m.out);
+    for (int64_t o = 0; o < m.out; ++o) {
+      const AxisTaps<acc_t> taps = m.taps(o);
+      t.ptr[o] = 4 * o;
+      for (int k = 0; k < 4; ++k) {
+        t.col[4 * o + k] = m.tap(taps, k);
+        t.w[4 * o + k] = taps.w[k];
+      }
+    }
+    t.ptr[m.out] = 4 * m.out;
+    return t;
+  }
+
+  static AxisCsr transposed(const AxisMap<acc_t>& m) {  // two passes over o: count, then fill
+    AxisCsr t;
+    t.ptr.assign(m.in + 1, 0);
+    for (int64_t o = 0; o < m.out; ++o) {
+      const AxisTaps<acc_t> taps = m.taps(o);
+      for (int k = 0; k < 4; ++k) ++t.ptr[m.tap(taps, k) + 1];
+    }
+    for (int64_t i = 0; i < m.in; ++i) t.ptr[i + 1] += t.ptr[i];
+    t.col.resize(4 * m.out);
+    t.w.resize(4 * m.out);
+    std::vector<int64_t> fill(t.ptr.begin(), t.ptr.end() - 1);
+    for (int64_t o = 0; o < m.out; ++o) {
+      const AxisTaps<acc_t> taps = m.taps(o);
+      for (int k = 0; k < 4; ++k) {
+        const int64_t slot = fill[m.tap(taps, k)]++;
+        t.col[slot] = o;
+        t.w[slot] = taps.w[k];
+      }
+    }
+    return t;
+  }
+};
+
 // One axis as the engine sees it: src_len positions in, dst_len out.
 template <typename math_t>
 struct AxisOp {
   const AxisMap<math_t>& map;
   int64_t src_len, dst_len;
+  const AxisCsr<math_t>* scatter_table = nullptr;  // per source, its (destination, weight) pairs, when small
 
-  explicit AxisOp(const AxisMap<math_t>& m)
-      : map(m), src_len(m.dir == Direction::Forward ? m.in : m.out), dst_len(m.dir == Direction::Forward ? m.out : m.in) {}
+  explicit AxisOp(const AxisMap<math_t>& m, const AxisCsr<math_t>* table = nullptr)
+      : map(m), src_len(m.dir == Direction::Forward ? m.in : m.out),
+        dst_len(m.dir == Direction::Forward ? m.out : m.in), scatter_table(table) {}
   bool forward() const { return map.dir == Direction::Forward; }
+  // The gather form (per destination) and the scatter form (per source) of this axis.
+  AxisCsr<math_t> gather_csr() const { return forward() ? AxisCsr<math_t>::direct(map) : AxisCsr<math_t>::transposed(map); }
+  AxisCsr<math_t> scatter_csr() const { return forward() ? AxisCsr<math_t>::transposed(map) : AxisCsr<math_t>::direct(map); }
+  int64_t gather_bytes() const { return AxisCsr<math_t>::bytes(map, !forward()); }
+  int64_t scatter_bytes() const { return AxisCsr<math_t>::bytes(map, forward()); }
 
   // Source positions [first, last) that destinations [d_begin, d_end) read.
   void sources(int64_t d_begin, int64_t d_end, int64_t& first, int64_t& last) const {
@@ -88,6 +150,12 @@ struct AxisOp {
   // (d, tap) order, so every destination receives its terms in ascending (source, tap) order.
   template <typename F>
   void scatter(int64_t s, int64_t d_begin, int64_t d_end, F&& f) const {
+    if (scatter_table) {
+      const AxisCsr<math_t>& t = *scatter_table;
+      for (int64_t e = t.ptr[s]; e < t.ptr[s + 1]; ++e)
+        if (t.col[e] >= d_begin && t.col[e] < d_end) f(t.col[e], t.w[e]);
+      return;
+    }
     if (!forward()) {
       const AxisTaps<math_t> t = map.taps(s);
       for (int k = 0; k < 4; ++k) {
@@ -102,56 +170,6 @@ struct AxisOp {
       const AxisTaps<math_t> t = map.taps(d);
       for (int k = 0; k < 4; ++k)
         if (map.tap(t, k) == s) f(d, t.w[k]);
-    }
-  }
-};
-
-// An axis in gather form, for the fast path: the (source, weight) pairs of every destination in ascending
-// (source, tap) order. Built only when small (kGatherTableBudget); larger axes take the streaming paths.
-template <typename acc_t>
-struct GatherTable {
-  std::vector<int64_t> ptr, src;
-  std::vector<acc_t> w;
-
-  static int64_t bytes(const AxisOp<acc_t>& a) {
-    const int64_t terms = 4 * (a.forward() ? a.dst_len : a.src_len);
-    return (2 * a.dst_len + 2) * int64_t(sizeof(int64_t)) + terms * int64_t(sizeof(int64_t) + sizeof(acc_t));
-  }
-
-  explicit GatherTable(const AxisOp<acc_t>& a) {
-    const AxisMap<acc_t>& m = a.map;
-    if (a.forward()) {  // destination o reads its own four taps, in tap order
-      ptr.resize(m.out + 1);
-      src.resize(4 * m.out);
-      w.resize(4 * m.out);
-      for (int64_t o = 0; o < m.out; ++o) {
-        const AxisTaps<acc_t> t = m.taps(o);
-        ptr[o] = 4 * o;
-        for (int k = 0; k < 4; ++k) {
-          src[4 * o + k] = m.tap(t, k);
-          w[4 * o + k] = t.w[k];
-        }
-      }
-      ptr[m.out] = 4 * m.out;
-      return;
-    }
-    // Backward: the transpose, in two passes over o (count, then fill).
-    ptr.assign(m.in + 1, 0);
-    for (int64_t o = 0; o < m.out; ++o) {
-      const AxisTaps<acc_t> t = m.taps(o);
-      for (int k = 0; k < 4; ++k) ++ptr[m.tap(t, k) + 1];
-    }
-    for (int64_t i = 0; i < m.in; ++i) ptr[i + 1] += ptr[i];
-    src.resize(4 * m.out);
-    w.resize(4 * m.out);
-    std::vector<int64_t> fill(ptr.begin(), ptr.end() - 1);
-    for (int64_t o = 0; o < m.out; ++o) {
-      const AxisTaps<acc_t> t = m.taps(o);
-      for (int k = 0; k < 4; ++k) {
-        const int64_t slot = fill[m.tap(t, k)]++;
-        src[slot] = o;
-        w[slot] = t.w[k];
-      }
     }
   }
 };

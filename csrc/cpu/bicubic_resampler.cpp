@@ -221,9 +221,10 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
   }
 }
 
-// Limits of the fast path: the W gather table and one row must stay this small, so that every buffer of
-// the call is bounded by a constant; anything larger takes the streaming path.
-constexpr int64_t kGatherTableBudget = int64_t{8} << 20;  // bytes
+// Limits of the fast path: the axis tables and one row must stay this small, so that every buffer of the
+// call is bounded by a constant; anything larger takes the streaming path (or, for the H table, taps on
+// the fly).
+constexpr int64_t kTableBudget = int64_t{8} << 20;  // bytes, per axis table
 constexpr int64_t kMaxFastRow = int64_t{1} << 20;         // elements of one grads or output row
 // Scratch kept by a thread between calls, per buffer; larger buffers are released when the call ends.
 constexpr int64_t kRetainBytes = int64_t{4} << 20;
@@ -485,12 +486,12 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
 // staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
 // group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
 // most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
-// positions x 64 bytes (320 KiB). Plus the W gather table, at most kGatherTableBudget (8 MiB), shared.
-// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 8 MiB, whatever the shape.
+// positions x 64 bytes (320 KiB). Plus two axis tables, at most kTableBudget (8 MiB) each, shared.
+// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16 MiB, whatever the shape.
 
 template <typename scalar_t, typename acc_t>
 void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                 const GatherTable<acc_t>& table, bool channels_last) {
+                 const AxisCsr<acc_t>& table, bool channels_last) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
@@ -564,7 +565,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
     auto w_pass_rows = [&](acc_t* out, const acc_t* in, int64_t in_stride, int64_t n) {
       if (!transposed) {
         for (int64_t r = 0; r < n; ++r)
-          w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.src.data(),
+          w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.col.data(),
                                  table.w.data(), DW);
         return;
       }
@@ -572,7 +573,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
         const int64_t lines = std::min(group, n - r0) * cl;
         for (const WChunk& c : chunks) {
           lines_to_lanes(lanes_in, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
-          w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.src.data(), table.w.data(), c.i0, c.i1, c.o0);
+          w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.col.data(), table.w.data(), c.i0, c.i1, c.o0);
           lanes_to_lines(out + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
         }
       }
@@ -675,15 +676,19 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     using acc_t = at::opmath_type<scalar_t>;
     const AxisMap<acc_t> mh(in_h, out_h, align_corners, scale_h, dir);
     const AxisMap<acc_t> mw(in_w, out_w, align_corners, scale_w, dir);
-    const AxisOp<acc_t> th(mh), tw(mw);
     const int64_t cl = channels_last ? C : 1;
     // The forward's fast path reads every input row and column; past a 4x reduction most are not needed,
     // and gathering just the taps (the streaming path) does less work.
     const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
-    const bool fast = moderate && GatherTable<acc_t>::bytes(tw) <= kGatherTableBudget &&
+    const AxisOp<acc_t> tw_probe(mw), th_probe(mh);
+    const bool fast = moderate && tw_probe.gather_bytes() <= kTableBudget &&
                       std::max(SW, dst_w) * cl <= kMaxFastRow && !stream_only();
     if (fast) {
-      fast_engine<scalar_t, acc_t>(src, dst, th, tw, GatherTable<acc_t>(tw), channels_last);
+      // The H axis is scattered row by row: a table saves recomputing taps for every row of every plane.
+      const bool h_table = th_probe.scatter_bytes() <= kTableBudget;
+      const AxisCsr<acc_t> h_csr = h_table ? th_probe.scatter_csr() : AxisCsr<acc_t>();
+      const AxisOp<acc_t> th(mh, h_table ? &h_csr : nullptr);
+      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(), channels_last);
     } else {
       stream_engine<scalar_t, acc_t>(src, dst, mh, mw, channels_last);
     }
