@@ -85,6 +85,21 @@ at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c
       .contiguous();
 }
 
+// Quantized and sparse tensors reach the ops through their own dispatch keys; without a kernel there the
+// dispatcher would raise NotImplementedError. Say instead which argument has the wrong kind of tensor.
+void reject_tensor_kind(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t first = stack->size() - args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = (*stack)[first + i];
+    if (v.isTensor() && (v.toTensor().is_quantized() || v.toTensor().is_sparse() || v.toTensor().layout() != at::kStrided)) {
+      TORCH_CHECK_TYPE(false, args[i].name(), ": ", op.schema().name(), " takes dense float tensors, got a ",
+                       v.toTensor().toString(), " with layout ", v.toTensor().layout());
+    }
+  }
+  TORCH_CHECK_TYPE(false, op.schema().name(), ": unsupported tensor type");
+}
+
 }  // namespace
 
 }  // namespace rbg
@@ -116,3 +131,13 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
   m.impl("_upsample_bicubic2d_aten", &rbg::upsample_bicubic2d_aten_cpu);
   m.impl("_upsample_bicubic2d_backward_aten", &rbg::upsample_bicubic2d_backward_aten_cpu);
 }
+
+// Every op, for the tensor kinds no backend of ours takes.
+#define RBG_REJECT_ALL(m)                                                                            \
+  for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2", \
+                           "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",               \
+                           "_upsample_bicubic2d_backward_aten"})                                        \
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_tensor_kind>());
+TORCH_LIBRARY_IMPL(cann, QuantizedCPU, m) { RBG_REJECT_ALL(m) }
+TORCH_LIBRARY_IMPL(cann, SparseCPU, m) { RBG_REJECT_ALL(m) }
+TORCH_LIBRARY_IMPL(cann, SparseCsrCPU, m) { RBG_REJECT_ALL(m) }

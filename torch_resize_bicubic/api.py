@@ -23,6 +23,44 @@ def _pair(value, name: str, kinds) -> list:
     return values
 
 
+def _tensor(value, name: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def _scale_pair(scales, name: str = "scales") -> list:
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__len__"):
+        raise TypeError(f"{name} must be a pair of floats (scale_h, scale_w), got {scales!r}")
+    if len(scales) != 2:
+        raise ValueError(f"{name} must have 2 elements (scale_h, scale_w), got {list(scales)}")
+    values = []
+    for s in scales:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            raise TypeError(f"{name} must contain numbers, got {list(scales)}")
+        values.append(float(s))
+    return values
+
+
+def _optional_scale(value, name: str):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TypeError(f"{name} must be a number or None, got {value!r}")
+    return None if value is None else float(value)
+
+
+def _int_list(values, name: str) -> list:
+    if isinstance(values, torch.Size):
+        return list(values)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of ints, got {values!r}")
+    out = []
+    for v in values:
+        if isinstance(v, (bool, float)) or not isinstance(v, (int, torch.SymInt)):
+            raise TypeError(f"{name} must contain ints, got {list(values)}")
+        out.append(v)
+    return out
+
+
 def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_factor: Optional[_FPair] = None,
                    align_corners: Optional[bool] = False,
                    recompute_scale_factor: Optional[bool] = None) -> torch.Tensor:
@@ -58,6 +96,10 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
         for f in factors:
             if not math.isfinite(f) or f <= 0:
                 raise ValueError(f"scale_factor must be finite and positive, got {factors}")
+        if any(isinstance(input.shape[i + 2], int) and input.shape[i + 2] * f >= 2.0 ** 62
+               for i, f in enumerate(factors)):
+            raise ValueError(f"scale_factor {factors} gives an output size beyond what a tensor can hold for "
+                             f"input spatial size {list(input.shape[2:])}")
         out_size = [torch.sym_int(math.floor(input.shape[i + 2] * f)) if isinstance(input.shape[i + 2], int)
                     else torch.sym_int(input.shape[i + 2] * f) for i, f in enumerate(factors)]
         if _all_int(out_size) and min(out_size) <= 0:
@@ -87,7 +129,9 @@ def resize_bicubic_v2_grad(grads: torch.Tensor, original_image: torch.Tensor, al
     Returns:
         A tensor shaped like ``original_image`` with the dtype and memory format of ``grads``.
     """
-    return torch.ops.cann.resize_bicubic_v2_grad(grads, original_image, align_corners, list(scales))
+    _tensor(grads, "grads")
+    _tensor(original_image, "original_image")
+    return torch.ops.cann.resize_bicubic_v2_grad(grads, original_image, bool(align_corners), _scale_pair(scales))
 
 
 def upsample_bicubic2d_backward(grad_output: torch.Tensor, output_size: Sequence[int], input_size: Sequence[int],
@@ -102,5 +146,8 @@ def upsample_bicubic2d_backward(grad_output: torch.Tensor, output_size: Sequence
         align_corners: as in the forward resize.
         scales_h, scales_w: the forward's scale factors, or None.
     """
-    return torch.ops.cann.upsample_bicubic2d_backward(grad_output, list(output_size), list(input_size),
-                                                      align_corners, scales_h, scales_w)
+    _tensor(grad_output, "grad_output")
+    return torch.ops.cann.upsample_bicubic2d_backward(grad_output, _int_list(output_size, "output_size"),
+                                                      _int_list(input_size, "input_size"), bool(align_corners),
+                                                      _optional_scale(scales_h, "scales_h"),
+                                                      _optional_scale(scales_w, "scales_w"))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import operator
 from typing import Dict, Sequence, Tuple
 
 import torch
@@ -33,10 +35,40 @@ def npu_tiling(grads_shape: Sequence[int], image_shape: Sequence[int], *, dtype:
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
     key, block_dim, workspace, fields = _C.npu_tiling(
-        [int(v) for v in grads_shape], [int(v) for v in image_shape], str(dtype), str(data_format),
-        bool(align_corners), [float(s) for s in scales], int(core_num), int(ub_size), int(ub_block_size),
-        bool(deterministic))
+        _shape(grads_shape, "grads_shape"), _shape(image_shape, "image_shape"), str(dtype), str(data_format),
+        bool(align_corners), _float32_scales(scales), _int(core_num, "core_num"), _int(ub_size, "ub_size"),
+        _int(ub_block_size, "ub_block_size"), bool(deterministic))
     return _tiling_from(key, block_dim, workspace, fields)
+
+
+def _int(value, name: str) -> int:
+    """An integer argument; floats (8.5, and 8.0 alike) are refused rather than truncated."""
+    if isinstance(value, (bool, float)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {value!r}") from None
+
+
+def _shape(values, name: str) -> list:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of ints, got {values!r}")
+    return [_int(v, name) for v in values]
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _float32_scales(scales) -> list:
+    """CANN's scales attribute is float32: refuse values it cannot hold instead of reporting them as inf."""
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__iter__"):
+        raise TypeError(f"scales must be a pair of floats, got {scales!r}")
+    values = [float(s) for s in scales]
+    for s in values:
+        if math.isfinite(s) and abs(s) > _FLOAT32_MAX:
+            raise ValueError(f"scales: {s!r} does not fit float32, the type of CANN's scales attribute")
+    return values
 
 
 def _tiling_from(key, block_dim, workspace, fields) -> NpuTiling:
@@ -54,9 +86,11 @@ def emulate_npu_kernel(grads: torch.Tensor, image_shape: Sequence[int], *, align
     ``y``. ``force_idx64=True`` takes the 64-bit-index kernels on small data. For tests and for studying the
     kernels: slow by design.
     """
-    if not isinstance(grads, torch.Tensor) or grads.device.type != "cpu":
-        raise TypeError("grads must be a CPU tensor")
+    if not isinstance(grads, torch.Tensor):
+        raise TypeError(f"grads must be a torch.Tensor, got {type(grads).__name__}")
+    if grads.device.type != "cpu":
+        raise RuntimeError(f"grads: the emulator runs the kernels on the CPU, got a tensor on {grads.device}")
     y, key, block_dim, workspace, fields = _C.emulate_npu_kernel(
-        grads, [int(v) for v in image_shape], str(data_format), bool(align_corners), [float(s) for s in scales],
-        int(core_num), bool(deterministic), bool(force_idx64))
+        grads, _shape(image_shape, "image_shape"), str(data_format), bool(align_corners), _float32_scales(scales),
+        _int(core_num, "core_num"), bool(deterministic), bool(force_idx64))
     return y, _tiling_from(key, block_dim, workspace, fields)

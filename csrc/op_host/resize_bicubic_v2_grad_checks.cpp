@@ -48,6 +48,18 @@ void check_batch_channels(const char* name, const std::vector<int64_t>& grads,
   }
 }
 
+// The output must be a tensor that can exist: its element count times 8 bytes must fit int64.
+void check_fits(const char* name, const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  bool overflow = false;
+  for (int64_t v : shape) overflow = overflow || __builtin_mul_overflow(count, v, &count);
+  overflow = overflow || __builtin_mul_overflow(count, int64_t{8}, &count);
+  if (overflow) {
+    fail(ErrorKind::Value, std::string(name) + ": shape " + shape_str(shape) +
+                               " has more elements than a tensor can hold");
+  }
+}
+
 }  // namespace
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -76,6 +88,7 @@ std::vector<int64_t> check_resize_bicubic_v2_grad(const TensorInfo& grads, const
   check_spatial_positive("grads", grads.shape);
   check_spatial_positive("original_image", original_image.shape);
   check_batch_channels("original_image", grads.shape, original_image.shape);
+  check_fits("original_image", original_image.shape);
   if (scales.size() != 2) {
     fail(ErrorKind::Value, "scales must have 2 elements (scale_h, scale_w), got " + std::to_string(scales.size()));
   }
@@ -104,6 +117,7 @@ std::vector<int64_t> check_upsample_bicubic2d_backward(const TensorInfo& grad_ou
   if (input_size[0] < 0 || input_size[1] < 0 || input_size[2] <= 0 || input_size[3] <= 0) {
     fail(ErrorKind::Value, "input_size must have N, C >= 0 and H, W > 0, got " + shape_str(input_size));
   }
+  check_fits("input_size", input_size);
   const std::vector<int64_t> expected = {input_size[0], input_size[1], output_size[0], output_size[1]};
   if (grad_output.shape != expected) {
     fail(ErrorKind::Value, "grad_output shape " + shape_str(grad_output.shape) +
@@ -126,6 +140,7 @@ std::vector<int64_t> check_resize_bicubic_v2(const TensorInfo& images, const std
   if (size[0] <= 0 || size[1] <= 0) {
     fail(ErrorKind::Value, "size must be positive, got " + shape_str(size));
   }
+  check_fits("size", {images.shape[0], images.shape[1], size[0], size[1]});
   if (scales.size() != 2) {
     fail(ErrorKind::Value, "scales must have 2 elements (scale_h, scale_w), got " + std::to_string(scales.size()));
   }

@@ -14,6 +14,8 @@ namespace {
 
 constexpr int64_t kSplitKThresholdDstH = 4096;  // SPLITK_KDOMAIN_THRESHOLD
 constexpr int64_t kUbReservedBlocks = 8;
+constexpr int64_t kMaxCoreNum = 65535;         // the largest block_dim a launch takes
+constexpr int64_t kMaxUbSize = int64_t{1} << 24;  // 16 MiB, far above any Ascend unified buffer
 
 struct Dims {
   int64_t n, c, src_h, src_w, dst_h, dst_w, format;
@@ -21,6 +23,19 @@ struct Dims {
 };
 
 int64_t dtype_size(DType t) { return t == DType::Float32 ? 4 : 2; }
+
+int64_t checked_count(const char* name, const std::vector<int64_t>& shape, int64_t element_size) {
+  int64_t count = 1, bytes = 0;
+  for (int64_t v : shape) {
+    if (__builtin_mul_overflow(count, v, &count)) count = -1;
+    if (count < 0) break;
+  }
+  if (count < 0 || __builtin_mul_overflow(count, element_size, &bytes)) {
+    fail(ErrorKind::Value, std::string(name) + ": shape " + shape_str(shape) +
+                               " has more elements than a tensor can hold (its byte count overflows int64)");
+  }
+  return count;
+}
 
 Dims validate(const TilingInput& in) {
   const bool supported = in.dtype == DType::Float16 || in.dtype == DType::BFloat16 || in.dtype == DType::Float32;
@@ -58,10 +73,21 @@ Dims validate(const TilingInput& in) {
     fail(ErrorKind::Value, "scales must have 2 elements, got " + std::to_string(in.scales.size()));
   }
   for (float s : in.scales) check_scale_value("scales", s);
-  if (in.core_num <= 0) fail(ErrorKind::Value, "core_num must be positive, got " + std::to_string(in.core_num));
-  if (in.ub_size <= 0) fail(ErrorKind::Value, "ub_size must be positive, got " + std::to_string(in.ub_size));
-  if (in.ub_block_size <= 0) {
-    fail(ErrorKind::Value, "ub_block_size must be positive, got " + std::to_string(in.ub_block_size));
+  // Platform sizes a real launch can have: block_dim is at most 65535 on Ascend, and a UB must hold the
+  // reserved blocks plus at least one element for each of AllCopy's two buffers (ubFactor >= 1).
+  if (in.core_num <= 0 || in.core_num > kMaxCoreNum) {
+    fail(ErrorKind::Value, "core_num must be in [1, " + std::to_string(kMaxCoreNum) + "], got " +
+                               std::to_string(in.core_num));
+  }
+  if (in.ub_block_size <= 0 || in.ub_block_size > kMaxUbSize) {
+    fail(ErrorKind::Value, "ub_block_size must be in [1, " + std::to_string(kMaxUbSize) + "], got " +
+                               std::to_string(in.ub_block_size));
+  }
+  const int64_t min_ub = (kUbReservedBlocks + 2) * in.ub_block_size;
+  if (in.ub_size < min_ub || in.ub_size > kMaxUbSize) {
+    fail(ErrorKind::Value, "ub_size must be in [" + std::to_string(min_ub) + ", " + std::to_string(kMaxUbSize) +
+                               "] (the reserved blocks plus two buffers of ub_block_size), got " +
+                               std::to_string(in.ub_size));
   }
   Dims d{};
   d.n = g[0];
@@ -71,9 +97,9 @@ Dims validate(const TilingInput& in) {
   d.src_h = y[h_axis];
   d.src_w = y[h_axis + 1];
   d.format = format;
-  // Element counts as uint64 products; a shape whose count overflows int64 cannot exist as a tensor.
-  d.grads_size = g[0] * g[1] * g[2] * g[3];
-  d.y_size = y[0] * y[1] * y[2] * y[3];
+  // A shape whose element count (or byte count) overflows int64 cannot exist as a tensor.
+  d.grads_size = checked_count("grads", g, dtype_size(in.dtype));
+  d.y_size = checked_count("original_image", y, dtype_size(in.dtype));
   return d;
 }
 
