@@ -106,6 +106,26 @@ LAYOUTS = ["contiguous", "channels_last", "sliced", "transposed"]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
+def _cubic_weight_error_float32() -> float:
+    """Largest error of the four cubic weights evaluated in float32 (the shared formula) against float64, over
+    a dense grid of fractional positions t: about 10 float32 eps, from the cancellation in cc2 near 1."""
+    import numpy as np
+
+    t = np.linspace(0.0, 1.0, 200001).astype(np.float32)
+
+    def weights(dt):
+        tt, a, one = t.astype(dt), dt(-0.75), dt(1)
+        cc1 = lambda v: ((a + dt(2)) * v - (a + dt(3))) * v * v + one  # noqa: E731
+        cc2 = lambda v: ((a * v - dt(5) * a) * v + dt(8) * a) * v - dt(4) * a  # noqa: E731
+        x2 = one - tt
+        return np.stack([cc2(tt + one), cc1(tt), cc1(x2), cc2(x2 + one)]).astype(np.float64)
+
+    return 2.0 * float(np.abs(weights(np.float32) - weights(np.float64)).max())  # twice: ours and a margin
+
+
+WEIGHT_ERROR_FLOAT32 = _cubic_weight_error_float32()
+
+
 def aten_forward(x, size, align_corners, scales=(None, None), dtype=None):
     """PyTorch's CPU upsample_bicubic2d, optionally in another dtype (float64 for references)."""
     xx = x if dtype is None else x.to(dtype)
@@ -119,7 +139,8 @@ def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
     shared formula in the last bits, measured by resampling one-hot inputs), so the bound is per element:
     one ulp of the result's dtype for float16/bfloat16 (one rounding at the end), plus twice PyTorch's own
     float32 deviation from float64 there, plus a summation-order term of 16 terms; float32/float64 get the
-    same without the ulp. NaN and +-inf must land exactly where PyTorch's do."""
+    same without the ulp, plus the error of the float32 cubic weights at every tap (WEIGHT_ERROR_FLOAT32).
+    NaN and +-inf must land exactly where PyTorch's do."""
     expected = aten_forward(x, size, align_corners, scales)
     assert actual.shape == expected.shape and actual.dtype == x.dtype
     assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
@@ -135,13 +156,19 @@ def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
     h, w = x.shape[2:]
     mh = axis_matrix(size[0], h, align_corners, scales[0]).abs()
     mw = axis_matrix(size[1], w, align_corners, scales[1]).abs()
-    magnitude = torch.einsum("oi,ncij,pj->ncop", mh, xf.double().abs(), mw)
+    ax = xf.double().abs()
+    magnitude = torch.einsum("oi,ncij,pj->ncop", mh, ax, mw)
     eps = torch.finfo(torch.float32 if x.dtype in LOW_PRECISION else x.dtype).eps
-    bound = 2 * (ref32 - ref64).abs() + 16 * eps * magnitude + torch.finfo(x.dtype).tiny
+    # Each tap weight carries the error of evaluating the cubic in float32 (PyTorch's does too, elsewhere).
+    taps_h, taps_w = (mh > 0).double(), (mw > 0).double()
+    weights = WEIGHT_ERROR_FLOAT32 * (torch.einsum("oi,ncij,pj->ncop", taps_h, ax, mw)
+                                      + torch.einsum("oi,ncij,pj->ncop", mh, ax, taps_w))
+    bound = 2 * (ref32 - ref64).abs() + 16 * eps * magnitude + weights + torch.finfo(x.dtype).tiny
     if x.dtype in LOW_PRECISION:
         bound = bound + ulp(ref64, x.dtype)
-    if x.dtype == torch.float64:
-        bound = 16 * eps * magnitude + torch.finfo(x.dtype).tiny
+    if x.dtype == torch.float64:  # the reference is PyTorch's own float64 result: both sides' rounding counts
+        weights = weights * (eps / torch.finfo(torch.float32).eps)
+        bound = 16 * eps * magnitude + 2 * weights + torch.finfo(x.dtype).tiny
     diff = (actual.double() - ref64).abs()
     bad = (diff > bound) & finite
     assert not bad.any(), (f"{int(bad.sum())} forward elements beyond the bound: worst {diff[bad].max().item()} "

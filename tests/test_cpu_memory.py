@@ -1,11 +1,8 @@
 """The CPU kernel's extra memory stays below one float32 copy of the larger of grads and output (issue #3),
 also for shapes that would blow up a naive transposed W pass: very wide rows and extreme W reductions.
-Peak RSS is read in a fresh process, after a small warm-up call has started the worker threads.
-
-Beyond its bounded scratch the kernel holds two per-axis tables of about 64 bytes per grads row and column.
-For ordinary shapes they are tiny next to the tensors; when a grads column holds fewer than 16 floats
-(N * C * H_grads < 16, as in some cases here) they can exceed a float32 copy, so the bound checked is
-one copy plus the tables."""
+Peak RSS is read in a fresh process, after a small warm-up call has started the worker threads. The axis
+tables are bounded too (issue #12: 8 MiB each at most, larger axes stream their taps), so no allowance is
+made for them; tests/test_adversarial.py holds the lopsided shapes where that matters most."""
 import subprocess
 import sys
 
@@ -48,8 +45,5 @@ def test_peak_extra_memory_below_one_float32_copy(grads_shape, image_hw, channel
     # The output itself is new memory too; everything beyond it is the kernel's. 1 MiB of slack covers the
     # allocator's and the interpreter's own noise.
     extra = grew - out_bytes
-    n, c, oh, _ = grads_shape
     allowed = max(out_bytes, grads_bytes) + (1 << 20)
-    if n * c * oh < 16:  # degenerate: a grads column is smaller than its table entry
-        allowed += table_bytes
     assert extra < allowed, (grew, out_bytes, grads_bytes, table_bytes)
