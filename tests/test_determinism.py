@@ -55,12 +55,15 @@ def isa_outputs():
         g = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(3)).to(dtype), layout)
         image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
         outs.append(trb.resize_bicubic_v2_grad(g, image, align, (0.0, 0.0)))
+        outs.append(torch.ops.cann.resize_bicubic_v2(g, list(in_hw), align, [0.0, 0.0]))  # the forward too
     return outs
 
 
-def test_avx512_paths_match_portable_loops(tmp_path):
-    # The AVX-512 transposes and F16C conversions move data and round exactly as the portable loops do,
-    # so both give the same bits. The portable run is a fresh process with the fast paths switched off.
+@pytest.mark.parametrize("env", ["RBG_CPU_PORTABLE", "RBG_CPU_NO_AVX512"])
+def test_simd_paths_match_portable_loops(tmp_path, env):
+    # The AVX-512 and AVX2 transposes and the F16C conversions move data and round exactly as the portable
+    # loops do, so every path gives the same bits. The other run is a fresh process with some fast paths
+    # switched off: RBG_CPU_PORTABLE all of them, RBG_CPU_NO_AVX512 those of AVX-512 (leaving AVX2).
     import os
     import subprocess
     import sys
@@ -69,13 +72,13 @@ def test_avx512_paths_match_portable_loops(tmp_path):
         "import sys, torch\n"
         f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
         "import test_determinism as t\n"
-        f"torch.save(t.isa_outputs(), {str(tmp_path / 'portable.pt')!r})\n"
+        f"torch.save(t.isa_outputs(), {str(tmp_path / 'other.pt')!r})\n"
     )
-    env = dict(os.environ, RBG_CPU_NO_AVX512="1")
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, **{env: "1"}), capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    portable = torch.load(tmp_path / "portable.pt")
+    other = torch.load(tmp_path / "other.pt")
     fast = isa_outputs()
-    assert len(fast) == len(portable) == len(ISA_CASES)
-    for a, b in zip(fast, portable):
+    assert len(fast) == len(other) == 2 * len(ISA_CASES)
+    for a, b in zip(fast, other):
         assert torch.equal(a, b)

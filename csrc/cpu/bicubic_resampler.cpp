@@ -69,6 +69,7 @@ RBG_MULTIVERSION void narrow_loop(c10::Half* __restrict y, const float* __restri
 void widen(float* y, const c10::Half* x, int64_t n) {
 #ifdef RBG_X86_FAST
   if (x86::has_avx512()) return x86::widen_avx512(y, x, n);
+  if (x86::has_avx2()) return x86::widen_f16c(y, x, n);
 #endif
   widen_loop(y, x, n);
 }
@@ -78,6 +79,7 @@ RBG_MULTIVERSION void narrow(c10::BFloat16* __restrict y, const float* __restric
 void narrow(c10::Half* y, const float* x, int64_t n) {
 #ifdef RBG_X86_FAST
   if (x86::has_avx512()) return x86::narrow_avx512(y, x, n);
+  if (x86::has_avx2()) return x86::narrow_f16c(y, x, n);
 #endif
   narrow_loop(y, x, n);
 }
@@ -159,9 +161,17 @@ void transpose_loop(acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_
 template <typename acc_t>
 bool fast_transpose(int64_t cl) {
 #ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && x86::has_avx512();
+  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && (x86::has_avx512() || x86::has_avx2());
 #endif
   return false;
+}
+// One tile transpose with the widest instructions the CPU has (fast_transpose said it has some).
+inline void transpose_tile(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int rows, int cols,
+                           int store_width) {
+#ifdef RBG_X86_FAST
+  if (x86::has_avx512()) return x86::transpose_tile(dst, dst_stride, src, src_stride, rows, cols, store_width);
+  x86::transpose_tile_avx2(dst, dst_stride, src, src_stride, rows, cols, store_width);
+#endif
 }
 template <typename acc_t>
 bool fast_channel_groups(int64_t cl) {
@@ -176,7 +186,7 @@ void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, 
   if constexpr (std::is_same_v<acc_t, float>) {
     if (fast_transpose<acc_t>(cl)) {
       for (int64_t o0 = 0; o0 < n; o0 += kTile)
-        x86::transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
+        transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
                        static_cast<int>(std::min(kTile, n - o0)), kLanes<float>);
       return;
     }
@@ -192,7 +202,7 @@ void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, 
     if (fast_transpose<acc_t>(cl)) {
       for (int64_t o0 = 0; o0 < n; o0 += kTile) {
         const int positions = static_cast<int>(std::min(kTile, n - o0));
-        x86::transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
+        transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
                        static_cast<int>(lines), positions);
       }
       return;

@@ -1,8 +1,9 @@
 // x86 fast paths of the CPU backend: AVX-512 data movement (tile transposes, masked moves of interleaved
-// channels) and F16C conversions. Pure data movement and exact IEEE round-to-nearest-even conversions, so
-// they give the same bits as the portable loops of bicubic_resampler.cpp, which the engine uses
-// on other CPUs and when RBG_CPU_NO_AVX512 is set. Chosen at run time: the rest of the extension is built
-// for the baseline ISA.
+// channels), AVX2 tile transposes for CPUs without AVX-512, and F16C conversions. Pure data movement and
+// exact IEEE round-to-nearest-even conversions, so they give the same bits as the portable loops of
+// bicubic_resampler.cpp, which the engine uses on other CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is
+// set, and without any of these when RBG_CPU_PORTABLE is set. Chosen at run time: the rest of the
+// extension is built for the baseline ISA.
 #pragma once
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -17,9 +18,19 @@
 
 namespace rbg::cpu::x86 {
 
-// RBG_CPU_NO_AVX512=1 forces the portable loops (the tests use it to check both paths give the same bits).
+// RBG_CPU_PORTABLE=1 forces the portable loops, RBG_CPU_NO_AVX512=1 the AVX2 ones where the CPU has them
+// (the tests use both to check that every path gives the same bits).
+inline bool portable_only() {
+  static const bool yes = std::getenv("RBG_CPU_PORTABLE") != nullptr;
+  return yes;
+}
 inline bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && std::getenv("RBG_CPU_NO_AVX512") == nullptr;
+  static const bool yes =
+      __builtin_cpu_supports("avx512f") && std::getenv("RBG_CPU_NO_AVX512") == nullptr && !portable_only();
+  return yes;
+}
+inline bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && !portable_only();
   return yes;
 }
 
@@ -35,6 +46,21 @@ __attribute__((target("avx512f"))) inline void narrow_avx512(c10::Half* y, const
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
                         _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
+}
+
+// The same with the 8-wide F16C instructions of AVX2 machines.
+__attribute__((target("avx2,f16c"))) inline void widen_f16c(float* y, const c10::Half* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < n; ++i) y[i] = static_cast<float>(x[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void narrow_f16c(c10::Half* y, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
 }
 
@@ -74,6 +100,43 @@ __attribute__((target("avx512f"))) inline void transpose_tile(float* dst, int64_
     r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
   }
   for (int o = 0; o < cols; ++o) _mm512_mask_storeu_ps(dst + o * dst_stride, store_mask, r[o]);
+}
+
+// The same contract as transpose_tile with AVX2: full 8 x 8 quarters of the tile go through registers
+// (unpack pairs of rows, shuffle pairs of pairs, swap 128-bit halves), partial quarters element by element.
+__attribute__((target("avx2"))) inline void transpose_8x8(float* dst, int64_t dst_stride, const float* src,
+                                                          int64_t src_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
+    r[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+    r[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+    r[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+    r[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * dst_stride, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_storeu_ps(dst + (4 + j) * dst_stride, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
+}
+__attribute__((target("avx2"))) inline void transpose_tile_avx2(float* dst, int64_t dst_stride, const float* src,
+                                                                int64_t src_stride, int rows, int cols,
+                                                                int store_width) {
+  for (int rb = 0; rb < store_width; rb += 8) {
+    for (int cb = 0; cb < cols; cb += 8) {
+      if (rb + 8 <= rows && cb + 8 <= cols) {
+        transpose_8x8(dst + cb * dst_stride + rb, dst_stride, src + rb * src_stride + cb, src_stride);
+        continue;
+      }
+      const int o_end = cb + 8 < cols ? cb + 8 : cols, l_end = rb + 8 < store_width ? rb + 8 : store_width;
+      for (int o = cb; o < o_end; ++o)
+        for (int l = rb; l < l_end; ++l) dst[o * dst_stride + l] = l < rows ? src[l * src_stride + o] : 0.0f;
+    }
+  }
 }
 
 // Interleaved channels (1 < cl <= 16): the cl values of one row at one position move as one masked vector,
