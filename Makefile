@@ -29,6 +29,7 @@ test: install
 
 bench: install
 	$(VPY) benchmarks/bench_cpu.py
+	$(VPY) benchmarks/bench_resize.py
 
 sanitize: $(STAMP)
 	PY=$(VPY) bash tools/sanitize.sh

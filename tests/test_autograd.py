@@ -49,6 +49,10 @@ def _opcheck_samples():
         (torch.ops.cann.upsample_bicubic2d_backward.default, (cl.requires_grad_(), [7, 9], [2, 3, 4, 5], True, 1.5, 1.8)),
         (torch.ops.cann.resize_bicubic_v2.default, (x, [8, 11], False, [0.0, 0.0])),
         (torch.ops.cann.resize_bicubic_v2.default, (x.detach().contiguous(memory_format=torch.channels_last).requires_grad_(), [3, 2], True, [0.0, 0.0])),
+        # the private helpers: the exact adjoint and the aten-semantics pair behind the override
+        (torch.ops.cann._resize_bicubic_v2_grad_adjoint.default, (torch.randn(2, 3, 4, 5, requires_grad=True), img, False, [1.4, 0.7])),
+        (torch.ops.cann._upsample_bicubic2d_aten.default, (x, [8, 11], False, float("inf"), None)),
+        (torch.ops.cann._upsample_bicubic2d_backward_aten.default, (cl, [7, 9], [2, 3, 4, 5], False, None, float("nan"))),
     ]
 
 

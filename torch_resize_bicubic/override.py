@@ -151,7 +151,7 @@ def enable_aten_override() -> None:
 
         lib = torch.library.Library("aten", "IMPL")
         with warnings.catch_warnings():  # replacing PyTorch's kernels is the point; keep the log quiet
-            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            warnings.filterwarnings("ignore", message=r"(?s).*Overriding a previously registered kernel")
             for name, kernel in _eager_kernels(original).items():
                 lib.impl(name, kernel, "CPU", with_keyset=True)
         for op, key, make in _traced_patches():

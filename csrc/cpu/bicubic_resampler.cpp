@@ -84,6 +84,14 @@ void narrow(c10::Half* y, const float* x, int64_t n) {
   narrow_loop(y, x, n);
 }
 
+// One forward output row from its four source rows: ((r0 w0 + r1 w1) + r2 w2) + r3 w3, PyTorch's order, in one
+// pass (no zero fill, one store per element). The source rows may coincide (clamped taps).
+template <typename acc_t>
+RBG_MULTIVERSION void combine4(acc_t* __restrict out, const acc_t* r0, const acc_t* r1, const acc_t* r2,
+                               const acc_t* r3, acc_t w0, acc_t w1, acc_t w2, acc_t w3, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
+}
+
 // Lines per transposed block: one 64-byte vector of the accumulation type.
 template <typename acc_t>
 constexpr int64_t kLanes = 64 / sizeof(acc_t);
@@ -259,6 +267,7 @@ template <typename acc_t>
 struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
   std::vector<acc_t> tile, sources;  // the streaming path
+  std::vector<acc_t> ring;            // the forward's recently widened input rows
   std::vector<uint8_t> row_started;
   static Scratch& local() {
     static thread_local Scratch scratch;
@@ -266,7 +275,7 @@ struct Scratch {
   }
   // Releases what is larger than kRetainBytes, so one huge call does not pin memory for the process's life.
   void trim() {
-    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources})
+    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring})
       if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) std::vector<acc_t>().swap(*v);
     if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) std::vector<uint8_t>().swap(row_started);
   }
@@ -467,14 +476,12 @@ bool stream_only() {
 }
 
 // True if any of n floats is inf or NaN (all exponent bits set); a branch-free loop that vectorises.
+// Adding one to an exponent of all ones carries into the sign bit: an integer OR-reduction, which vectorises.
 RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, p + i, sizeof(bits));
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad != 0;
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(p);
+  uint32_t carry = 0;
+  for (int64_t i = 0; i < n; ++i) carry |= (bits[i] & 0x7f800000u) + 0x00800000u;
+  return (carry & 0x80000000u) != 0;
 }
 
 // ---- the fast path -------------------------------------------------------------------------------------
@@ -501,7 +508,7 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
 
 template <typename scalar_t, typename acc_t>
 void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                 const AxisCsr<acc_t>& table, bool channels_last) {
+                 const AxisCsr<acc_t>& table, const AxisCsr<acc_t>* h_direct, bool channels_last) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
@@ -517,6 +524,10 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
   // one row at a time.
   constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
   constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
+  // The forward's W-first gather keeps the W-pass results of all the block's source rows; with ordinary
+  // scales that is at most the block's rows plus the taps' reach, and anything wider scatters instead.
+  constexpr int64_t kForwardSpanSlack = 8;
+  constexpr int64_t kRingRows = 8;  // widened input rows kept by the forward's H-first gather
   struct WChunk {
     int64_t i0, i1, o0, o1;
   };
@@ -548,8 +559,11 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 
   at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch<acc_t>& scratch = Scratch<acc_t>::local();
-    // H first: rows of S; W first: the W-pass results of one group of input rows.
-    acc_t* const mid = sized(scratch.mid, h_first ? rows * in_row : group * out_row);
+    // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source
+    // rows for the forward's gather).
+    acc_t* const mid = sized(scratch.mid, h_first                  ? rows * in_row
+                                          : th.forward() ? (rows + kForwardSpanSlack) * out_row
+                                                         : group * out_row);
     acc_t* const gbuf = sized(scratch.gbuf, read_in_place ? 0 : (h_first ? 1 : group) * in_row);
     acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? max_span * L : 0);
     acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? kChunkOut * L : 0);
@@ -589,6 +603,77 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
       }
     };
 
+    // The forward gathers instead of scattering: an output row reads its four source rows (W-resampled
+    // first when the output is taller, S = rows of the input otherwise) in one fused pass. Its taps come
+    // from the H table (direct form) when the engine has one; rows are short, so per-row taps would show.
+    struct RowTaps {
+      int64_t s[4];
+      acc_t w[4];
+    };
+    auto row_taps = [&](int64_t dy) {
+      RowTaps t;
+      if (h_direct) {
+        for (int k = 0; k < 4; ++k) {
+          t.s[k] = h_direct->col[4 * dy + k];
+          t.w[k] = h_direct->w[4 * dy + k];
+        }
+        return t;
+      }
+      const AxisTaps<acc_t> a = th.map.taps(dy);
+      for (int k = 0; k < 4; ++k) {
+        t.s[k] = th.map.tap(a, k);
+        t.w[k] = a.w[k];
+      }
+      return t;
+    };
+    auto forward_rows = [&](const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+      if (h_first) {
+        // S[dy] = combination of four input rows, in column chunks; input rows are read in place or from a
+        // small ring of widened rows (consecutive outputs share taps).
+        const int64_t chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
+        acc_t* const ring = sized(scratch.ring, read_in_place ? 0 : kRingRows * chunk);
+        for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
+          const int64_t len = std::min(chunk, in_row - e0);
+          int64_t tag[kRingRows];
+          std::fill(tag, tag + kRingRows, int64_t{-1});
+          auto row = [&](int64_t sy) -> const acc_t* {
+            if (read_in_place) return reinterpret_cast<const acc_t*>(su + sy * sh) + e0;
+            acc_t* slot = ring + (sy % kRingRows) * chunk;
+            if (tag[sy % kRingRows] != sy) {
+              const acc_t* v = input_row(su + sy * sh, slot, e0, len);
+              if (v != slot) std::copy(v, v + len, slot);
+              tag[sy % kRingRows] = sy;
+            }
+            return slot;
+          };
+          for (int64_t dy = y0; dy < y1; ++dy) {
+            const RowTaps t = row_taps(dy);
+            // Fetch in ascending order, so that the ring never evicts a row this output still needs.
+            const acc_t *r0 = row(t.s[0]), *r1 = row(t.s[1]), *r2 = row(t.s[2]), *r3 = row(t.s[3]);
+            combine4(mid + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
+          }
+        }
+        w_pass_rows(ob, mid, in_row, y1 - y0);
+        return;
+      }
+      // W first: resample every source row of the block once, then combine.
+      acc_t* const rows_w = mid;  // sized for rows + kForwardSpanSlack source rows
+      for (int64_t syg = sy0; syg < sy1; syg += group) {
+        const int64_t n = std::min(group, sy1 - syg);
+        if (read_in_place) {
+          w_pass_rows(rows_w + (syg - sy0) * out_row, reinterpret_cast<const acc_t*>(su + syg * sh), sh, n);
+        } else {
+          for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * sh, gbuf + r * in_row);
+          w_pass_rows(rows_w + (syg - sy0) * out_row, gbuf, in_row, n);
+        }
+      }
+      for (int64_t dy = y0; dy < y1; ++dy) {
+        const RowTaps t = row_taps(dy);
+        auto at = [&](int k) { return rows_w + (t.s[k] - sy0) * out_row; };
+        combine4(ob + (dy - y0) * out_row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+      }
+    };
+
     for (int64_t task = begin; task < end; ++task) {
       const int64_t u = task / blocks;
       const int64_t y0 = (task % blocks) * rows;
@@ -598,7 +683,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
       int64_t sy0, sy1;
       th.sources(y0, y1, sy0, sy1);
 
-      if (h_first) {
+      if (th.forward() && (h_first || sy1 - sy0 <= rows + kForwardSpanSlack)) {
+        forward_rows(su, ob, y0, y1, sy0, sy1);
+      } else if (h_first) {
         std::fill(mid, mid + (y1 - y0) * in_row, acc_t(0));
         // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S
         // stays in L1 while every contributing input row is added; chunks of at least 1024 floats keep the
@@ -698,7 +785,11 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
       const bool h_table = th_probe.scatter_bytes() <= kTableBudget;
       const AxisCsr<acc_t> h_csr = h_table ? th_probe.scatter_csr() : AxisCsr<acc_t>();
       const AxisOp<acc_t> th(mh, h_table ? &h_csr : nullptr);
-      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(), channels_last);
+      // The forward gathers along H as well: its direct taps, one row per output row.
+      const bool h_gather = forward && AxisCsr<acc_t>::bytes(mh, false) <= kTableBudget;
+      const AxisCsr<acc_t> h_direct = h_gather ? AxisCsr<acc_t>::direct(mh) : AxisCsr<acc_t>();
+      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(), h_gather ? &h_direct : nullptr,
+                                   channels_last);
     } else {
       stream_engine<scalar_t, acc_t>(src, dst, mh, mw, channels_last);
     }
