@@ -187,8 +187,13 @@ def _resize_adjoint(gy, x_shape, size, align_corners, scales):
     if align_corners or all(s <= 0 or s == 1.0 for s in scales):
         return gy.clone()  # the forward is the identity
     # Equal sizes with a scale that moves the samples: the forward is not the identity, so its adjoint is
-    # not the copy that the grad op's (and PyTorch's) same-size rule gives.
-    return torch.ops.cann._resize_bicubic_v2_grad_adjoint(gy, _shape_only(gy, x_shape), align_corners, scales)
+    # not the copy that the grad op's (and PyTorch's) same-size rule gives. Only the CPU has that kernel:
+    # other devices compute this rare case there and move it back.
+    adjoint = torch.ops.cann._resize_bicubic_v2_grad_adjoint
+    if gy.device.type in ("cpu", "meta"):
+        return adjoint(gy, _shape_only(gy, x_shape), align_corners, scales)
+    on_cpu = gy.cpu()
+    return adjoint(on_cpu, _shape_only(on_cpu, x_shape), align_corners, scales).to(gy.device)
 
 
 def _grad_adjoint(gy, x_shape, original_image, align_corners, scales):
