@@ -19,7 +19,6 @@ import math
 import os
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -27,15 +26,7 @@ import torch.nn.functional as F
 import torch_resize_bicubic as trb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cpu import DTYPES, LAYOUTS, STANDARD_SET  # noqa: E402
-
-WARMUP = 5
-
-
-def timed(fn):
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+from bench_cpu import DTYPES, LAYOUTS, STANDARD_SET, WARMUP, timed  # noqa: E402
 
 
 def medians(fns, repeats):
