@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml
 
-.PHONY: demo test bench sanitize install clean
+.PHONY: demo test bench sanitize ascend-check install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,6 +26,10 @@ demo: install
 test: install
 	$(VPY) -m pytest -q tests
 	PY=$(VPY) bash tools/check_npu_glue.sh
+	bash tools/ascend_check.sh
+
+ascend-check:
+	bash tools/ascend_check.sh
 
 bench: install
 	$(VPY) benchmarks/bench_cpu.py

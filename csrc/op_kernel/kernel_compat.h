@@ -7,6 +7,14 @@
 
 #include "kernel_operator.h"
 #include "simt_api/asc_simt.h"
+// The SIMT API's half and bfloat16_t overloads (asc_atomic_add among them) live in headers of their own,
+// which neither kernel_operator.h nor asc_simt.h includes.
+#include "simt_api/asc_bf16.h"
+#include "simt_api/asc_fp16.h"
+#if defined(ASCENDC_CPU_DEBUG)
+// bisheng makes the SIMT namespace implicit; the host compiler of Ascend C's CPU-debug mode needs it named.
+using namespace __asc_simt_vf;
+#endif
 
 #define RBG_GM __gm__
 #define RBG_AICORE __aicore__ inline

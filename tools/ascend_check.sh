@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make ascend-check` (run by `make test` and CI): compile every NPU source of the project against real CANN
+# headers. Warnings in our files are errors.
+#  - With a CANN toolkit (ASCEND_HOME_PATH with bisheng): the kernel entries with bisheng (unverified here:
+#    no toolkit was available to this project).
+#  - Else with the public CANN headers of ascend-sdk ($ASCEND_SDK_DIR, else ../shared/ascend-sdk): every
+#    kernel entry in Ascend C's CPU-debug mode (direct launch, all three dtypes; op-package entry for each
+#    DTYPE_GRADS), the op-host adapters (tiling, infershape, def) and the graph proto, with the host g++.
+#  - Else: one line saying what was skipped and why, exit 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=build/ascend-check
+mkdir -p "$out"
+CXX=${CXX:-g++}
+WARN="-Wall -Wextra -Werror"  # the SDK's own headers come in through -isystem, so this judges our files only
+
+if [ -n "${ASCEND_HOME_PATH:-}" ] && command -v bisheng >/dev/null 2>&1; then
+  echo "ascend-check: bisheng from $ASCEND_HOME_PATH"
+  for dtype in float half bfloat16_t; do
+    bisheng -xasc --npu-arch=dav-3510 -std=c++17 -fsyntax-only $WARN -I"$root/csrc" \
+      -I"$ASCEND_HOME_PATH/include" -I"$ASCEND_HOME_PATH/compiler/tikcpp/tikcfw" \
+      -DRBG_CANN_OP_PACKAGE -DDTYPE_GRADS=$dtype csrc/op_kernel/resize_bicubic_v2_grad.cpp
+  done
+  bisheng -xasc --npu-arch=dav-3510 -std=c++17 -fsyntax-only $WARN -I"$root/csrc" \
+    -I"$ASCEND_HOME_PATH/include" csrc/op_kernel/resize_bicubic_v2_grad.cpp
+  echo "ascend-check: kernel entries compile with bisheng"
+  exit 0
+fi
+
+S=${ASCEND_SDK_DIR:-$root/../shared/ascend-sdk}
+if [ ! -d "$S/asc-devkit" ]; then
+  echo "ascend-check: skipped: no CANN toolkit (ASCEND_HOME_PATH with bisheng) and no ascend-sdk at $S"
+  exit 0
+fi
+S=$(cd "$S" && pwd)
+A=$S/asc-devkit
+T=$S/asc-tools/cpudebug
+KDEFS="-DASCENDC_CPU_DEBUG=1 -D__CCE_KT_TEST__=1 -D__NPU_ARCH__=3510 -D__CCE_AICORE__=310 -D__DAV_C310__ -D__DAV_C310_VEC__ -DASCENDC_DEBUG=1"
+KINC=""
+for d in shim _aliases asc-devkit asc-devkit/include asc-devkit/include/basic_api asc-devkit/include/simt_api \
+  asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/impl asc-devkit/impl/basic_api \
+  asc-devkit/impl/simt_api asc-devkit/impl/utils asc-tools/cpudebug/include; do KINC="$KINC -isystem $S/$d"; done
+HINC=""
+for d in metadef/inc/external metadef/inc/external/asc metadef/inc metadef/pkg_inc ge/inc/graph_metadef/external \
+  ge/inc/graph_metadef ge/inc/external runtime/pkg_inc runtime/include runtime/include/dfx runtime/include/external \
+  _aliases asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/include libboundscheck/include; do
+  HINC="$HINC -isystem $S/$d"
+done
+echo '#include "op_graph/resize_bicubic_v2_grad_proto.h"' > "$out/graph_proto.cpp"
+
+# name|flags|source: one translation unit each, two at a time (~5 s and ~500 MB apiece)
+units=(
+  "kernel direct launch (float, half, bfloat16)|$KDEFS $KINC|csrc/op_kernel/resize_bicubic_v2_grad.cpp"
+  "kernel op-package entry, DTYPE_GRADS=float|$KDEFS $KINC -DRBG_CANN_OP_PACKAGE -DDTYPE_GRADS=float|csrc/op_kernel/resize_bicubic_v2_grad.cpp"
+  "kernel op-package entry, DTYPE_GRADS=half|$KDEFS $KINC -DRBG_CANN_OP_PACKAGE -DDTYPE_GRADS=half|csrc/op_kernel/resize_bicubic_v2_grad.cpp"
+  "kernel op-package entry, DTYPE_GRADS=bfloat16_t|$KDEFS $KINC -DRBG_CANN_OP_PACKAGE -DDTYPE_GRADS=bfloat16_t|csrc/op_kernel/resize_bicubic_v2_grad.cpp"
+  "op-host tiling adapter|-D_GLIBCXX_USE_CXX11_ABI=0 -DOP_TILING_LIB $HINC|csrc/op_host/cann/resize_bicubic_v2_grad_tiling_cann.cpp"
+  "op-host infershape|-D_GLIBCXX_USE_CXX11_ABI=0 -DOP_PROTO_LIB $HINC|csrc/op_host/cann/resize_bicubic_v2_grad_infershape.cpp"
+  "op-host def|-D_GLIBCXX_USE_CXX11_ABI=0 $HINC|csrc/op_host/cann/resize_bicubic_v2_grad_def.cpp"
+  "graph proto|-D_GLIBCXX_USE_CXX11_ABI=0 -DOP_PROTO_LIB $HINC|$out/graph_proto.cpp"
+)
+pids=()
+for i in "${!units[@]}"; do
+  IFS='|' read -r name flags src <<< "${units[$i]}"
+  ( $CXX -std=c++17 -fsyntax-only $WARN $flags -I"$root/csrc" "$src" > "$out/unit$i.log" 2>&1 \
+      && echo "  ok: $name" || { echo "  FAILED: $name"; grep -E "error|warning" "$out/unit$i.log" | head -20; exit 1; } ) &
+  pids+=($!)
+  if (( ${#pids[@]} == 2 )); then wait "${pids[0]}" || fail=1; pids=("${pids[1]}"); fi
+done
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+if [ -n "${fail:-}" ]; then
+  echo "ascend-check: FAILED against $S"
+  exit 1
+fi
+echo "ascend-check: every kernel entry and op-host adapter compiles against $S (CPU-debug mode, $($CXX -dumpversion))"
