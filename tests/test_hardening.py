@@ -73,6 +73,19 @@ def test_opcheck_with_size_one_axes(shape, channels_last):
     torch.library.opcheck(cann.resize_bicubic_v2, (permuted, [4, 5], False, [0.0, 0.0]))
 
 
+@pytest.mark.parametrize("shape,perm", [((2, 3, 1, 1), (0, 1, 2, 3)), ((2, 3, 1, 1), (0, 2, 3, 1)),
+                                        ((3, 1, 3, 1), (3, 2, 1, 0)), ((1, 4, 1, 5), (0, 2, 3, 1)),
+                                        ((2, 2, 3, 3), (0, 2, 3, 1)), ((2, 1, 4, 4), (0, 2, 3, 1))])
+def test_compiled_layouts_match_eager(shape, perm):
+    t = _strided(shape, list(perm))
+    for name, run in _ops_for(t).items():
+        eager = run()
+        torch._dynamo.reset()  # one fresh compile per op and shape (the same lambda would hit the recompile limit)
+        compiled = torch.compile(lambda a: _ops_for(a)[name](), backend="aot_eager", fullgraph=True, dynamic=False)(t)
+        assert compiled.stride() == eager.stride(), (name, t.stride())
+        torch.testing.assert_close(compiled, eager)
+
+
 def test_compiled_training_step_resizing_to_one_pixel():
     conv = torch.nn.Conv2d(8, 8, 3, padding=1)
 
