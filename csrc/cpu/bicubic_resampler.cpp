@@ -653,9 +653,8 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
           auto row = [&](int64_t sy) -> const acc_t* {
             if (read_in_place) return reinterpret_cast<const acc_t*>(su + sy * sh) + e0;
             acc_t* slot = ring + (sy % kRingRows) * chunk;
-            if (tag[sy % kRingRows] != sy) {
-              const acc_t* v = input_row(su + sy * sh, slot, e0, len);
-              if (v != slot) std::copy(v, v + len, slot);
+            if (tag[sy % kRingRows] != sy) {  // not read in place: input_row fills the slot
+              input_row(su + sy * sh, slot, e0, len);
               tag[sy % kRingRows] = sy;
             }
             return slot;
@@ -795,15 +794,14 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     const bool fast = moderate && tw_probe.gather_bytes() <= kTableBudget &&
                       std::max(SW, dst_w) * cl <= kMaxFastRow && !stream_only();
     if (fast) {
-      // The H axis is scattered row by row: a table saves recomputing taps for every row of every plane.
-      const bool h_table = th_probe.scatter_bytes() <= kTableBudget;
-      const AxisCsr<acc_t> h_csr = h_table ? th_probe.scatter_csr() : AxisCsr<acc_t>();
-      const AxisOp<acc_t> th(mh, h_table ? &h_csr : nullptr);
-      // The forward gathers along H as well: its direct taps, one row per output row.
-      const bool h_gather = forward && AxisCsr<acc_t>::bytes(mh, false) <= kTableBudget;
-      const AxisCsr<acc_t> h_direct = h_gather ? AxisCsr<acc_t>::direct(mh) : AxisCsr<acc_t>();
-      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(), h_gather ? &h_direct : nullptr,
-                                   channels_last);
+      // A table saves recomputing taps for every row of every plane: the backward scatters along H, the
+      // forward gathers (its rare scatter fallback, for spans past kForwardSpanSlack, computes taps).
+      const bool h_table = (forward ? th_probe.gather_bytes() : th_probe.scatter_bytes()) <= kTableBudget;
+      const AxisCsr<acc_t> h_csr =
+          !h_table ? AxisCsr<acc_t>() : forward ? th_probe.gather_csr() : th_probe.scatter_csr();
+      const AxisOp<acc_t> th(mh, h_table && !forward ? &h_csr : nullptr);
+      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(),
+                                   h_table && forward ? &h_csr : nullptr, channels_last);
     } else {
       stream_engine<scalar_t, acc_t>(src, dst, mh, mw, channels_last);
     }
