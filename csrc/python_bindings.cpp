@@ -2,6 +2,9 @@
 // the host-only helpers (shared validation for the fake kernels, NPU tiling, the kernel launch emulator).
 #include <torch/extension.h>
 
+#include <map>
+#include <optional>
+
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
 #include "emulator/npu_emulator.h"
@@ -92,15 +95,23 @@ PYBIND11_MODULE(_C, m) {
       "emulate_npu_kernel",
       [](const at::Tensor& grads, const std::vector<int64_t>& image_shape, const std::string& data_format,
          bool align_corners, const std::vector<double>& scales, int64_t core_num, bool deterministic,
-         bool force_idx64) {
+         bool force_idx64, bool check_races, std::optional<uint64_t> order_seed, bool omit_sync,
+         const std::map<std::string, int64_t>& tiling_overrides) {
         rbg::TilingInput in = tiling_input(grads.sizes().vec(), image_shape, rbg::to_dtype(grads.scalar_type()),
                                            std::string(c10::toString(grads.scalar_type())), data_format,
                                            align_corners, scales, core_num, deterministic);
         in.force_idx64 = force_idx64;
+        rbg::emu::EmulatorOptions options;
+        options.check_races = check_races;
+        options.order_seed = order_seed;
+        options.omit_sync = omit_sync;
+        options.tiling_overrides = tiling_overrides;
         rbg::TilingResult r;
-        at::Tensor y = rbg::emu::emulate(grads, in, r);
-        return py::make_tuple(y, r.tiling_key, r.block_dim, r.workspace_size, r.fields());
+        rbg::emu::Emulation e = rbg::emu::emulate(grads, in, r, options);
+        std::vector<std::tuple<int64_t, int64_t, int64_t>> work;
+        for (const auto& w : e.work) work.emplace_back(w.reads, w.writes, w.atomic_adds);
+        return py::make_tuple(e.y, r.tiling_key, r.block_dim, r.workspace_size, r.fields(), work);
       },
-      "Runs the Ascend C kernel bodies on the CPU: (y, tiling_key, block_dim, workspace_size, fields).");
+      "Runs the Ascend C kernel bodies on the CPU: (y, tiling_key, block_dim, workspace_size, fields, work).");
 
 }

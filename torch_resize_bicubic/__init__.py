@@ -27,7 +27,7 @@ def _load_npu_kernels() -> bool:
 NPU_KERNELS_BUILT = _load_npu_kernels()
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
-from .npu import NpuTiling, emulate_npu_kernel, npu_tiling
+from .npu import NpuCoreWork, NpuTiling, emulate_npu_kernel, npu_core_work, npu_tiling
 from .override import aten_override_enabled, disable_aten_override, enable_aten_override
 
 __all__ = [
@@ -36,6 +36,8 @@ __all__ = [
     "upsample_bicubic2d_backward",
     "npu_tiling",
     "emulate_npu_kernel",
+    "npu_core_work",
+    "NpuCoreWork",
     "enable_aten_override",
     "disable_aten_override",
     "aten_override_enabled",

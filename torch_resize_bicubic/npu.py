@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import torch
 
@@ -78,19 +78,72 @@ def _tiling_from(key, block_dim, workspace, fields) -> NpuTiling:
 
 def emulate_npu_kernel(grads: torch.Tensor, image_shape: Sequence[int], *, align_corners: bool = False,
                        scales: Tuple[float, float] = (0.0, 0.0), data_format: str = "NCHW", core_num: int = 64,
-                       deterministic: bool = False, force_idx64: bool = False) -> Tuple[torch.Tensor, NpuTiling]:
+                       deterministic: bool = False, force_idx64: bool = False, check_races: bool = True,
+                       order_seed: Optional[int] = None) -> Tuple[torch.Tensor, NpuTiling]:
     """Run this project's Ascend C kernel bodies on the CPU, block by block and thread by thread, exactly as
     ``npu_tiling`` plans them (same key, core split and workspace). Returns ``(y, tiling)``.
 
     ``grads`` and ``image_shape`` are in storage order ((N, H, W, C) for ``data_format="NHWC"``), and so is
-    ``y``. ``force_idx64=True`` takes the 64-bit-index kernels on small data. For tests and for studying the
-    kernels: slow by design.
+    ``y``. ``force_idx64=True`` takes the 64-bit-index kernels on small data.
+
+    ``check_races`` (default on) watches every global-memory access and raises RuntimeError on two writers of
+    one element in one phase (other than atomic adds), on a read of an element another core wrote in the
+    same phase (a missing SyncAll), and on any access outside y, grads and the workspace. ``order_seed``
+    runs the cores and the threads of every VF launch in an order shuffled by that seed (default: in index
+    order). For tests and for studying the kernels: slow by design.
     """
+    y, tiling, _ = _emulate(grads, image_shape, align_corners=align_corners, scales=scales, data_format=data_format,
+                            core_num=core_num, deterministic=deterministic, force_idx64=force_idx64,
+                            check_races=check_races, order_seed=order_seed)
+    return y, tiling
+
+
+@dataclasses.dataclass(frozen=True)
+class NpuCoreWork:
+    """Global-memory accesses per core of one emulated launch (index = block id), summed over phases."""
+
+    tiling: NpuTiling
+    reads: Tuple[int, ...]
+    writes: Tuple[int, ...]
+    atomic_adds: Tuple[int, ...]
+
+    @property
+    def accesses(self) -> Tuple[int, ...]:
+        return tuple(r + w + a for r, w, a in zip(self.reads, self.writes, self.atomic_adds))
+
+    @property
+    def imbalance(self) -> float:
+        """Busiest core's accesses over the mean of all ``block_dim`` cores (1.0 = perfectly even)."""
+        total = self.accesses
+        mean = sum(total) / len(total)
+        return max(total) / mean if mean else 1.0
+
+
+def npu_core_work(grads: torch.Tensor, image_shape: Sequence[int], **kwargs) -> NpuCoreWork:
+    """Per-core work of the launch ``emulate_npu_kernel(grads, image_shape, **kwargs)`` makes: reads, plain
+    writes and atomic adds of global memory by each core. Our proxy for NPU load balance until hardware."""
+    if not kwargs.get("check_races", True):
+        raise ValueError("check_races: npu_core_work counts accesses through the race check; it cannot be off")
+    _, tiling, work = _emulate(grads, image_shape, **kwargs)
+    reads, writes, adds = (tuple(w[i] for w in work) for i in range(3))
+    return NpuCoreWork(tiling=tiling, reads=reads, writes=writes, atomic_adds=adds)
+
+
+def _emulate(grads, image_shape, *, align_corners=False, scales=(0.0, 0.0), data_format="NCHW", core_num=64,
+             deterministic=False, force_idx64=False, check_races=True, order_seed=None, _omit_sync=False,
+             _tiling_overrides=None):
+    """The emulator itself. ``_omit_sync`` and ``_tiling_overrides`` plant faults (a missing SyncAll, a bad
+    plan) so that the tests can show the race check catching them."""
     if not isinstance(grads, torch.Tensor):
         raise TypeError(f"grads must be a torch.Tensor, got {type(grads).__name__}")
     if grads.device.type != "cpu":
         raise RuntimeError(f"grads: the emulator runs the kernels on the CPU, got a tensor on {grads.device}")
-    y, key, block_dim, workspace, fields = _C.emulate_npu_kernel(
+    if order_seed is not None:
+        order_seed = _int(order_seed, "order_seed")
+        if order_seed < 0:
+            raise ValueError(f"order_seed must be a non-negative int or None, got {order_seed}")
+    y, key, block_dim, workspace, fields, work = _C.emulate_npu_kernel(
         grads, _shape(image_shape, "image_shape"), str(data_format), bool(align_corners), _float32_scales(scales),
-        _int(core_num, "core_num"), bool(deterministic), bool(force_idx64))
-    return y, _tiling_from(key, block_dim, workspace, fields)
+        _int(core_num, "core_num"), bool(deterministic), bool(force_idx64), bool(check_races), order_seed,
+        bool(_omit_sync), {str(k): _int(v, k) for k, v in (_tiling_overrides or {}).items()})
+    return y, _tiling_from(key, block_dim, workspace, fields), work

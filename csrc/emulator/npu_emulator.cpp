@@ -2,42 +2,92 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include "op_kernel/resize_bicubic_v2_grad_dispatch.h"
 
 namespace rbg::emu {
 
 namespace {
 
-template <typename T>
-void launch(const TilingResult& tiling, const at::Tensor& grads, at::Tensor& y, at::Tensor& workspace) {
+// Restores the emulator's thread-local state however the launch ends (a race check throws).
+struct LaunchState {
+  std::mt19937_64 rng;
+  LaunchState(MemoryChecker* checker, const EmulatorOptions& o) : rng(o.order_seed.value_or(0)) {
+    active_checker = checker;
+    order_rng = o.order_seed ? &rng : nullptr;
+    vf_launches = 0;
+  }
+  ~LaunchState() {
+    active_checker = nullptr;
+    order_rng = nullptr;
+    current_core = 0;
+  }
+};
+
+// T and W are the element types the kernels see: plain, or Checked<> under the race check.
+template <typename T, typename W>
+void launch(const TilingResult& tiling, const T* grads, T* y, W* workspace, const EmulatorOptions& options) {
   const uint8_t* data = static_cast<const uint8_t*>(tiling.data());
-  const T* g = reinterpret_cast<const T*>(grads.const_data_ptr());
-  T* out = reinterpret_cast<T*>(y.mutable_data_ptr());
-  float* ws = workspace.numel() ? workspace.mutable_data_ptr<float>() : nullptr;
+  std::vector<int64_t> cores(static_cast<size_t>(tiling.block_dim));
+  std::iota(cores.begin(), cores.end(), int64_t{0});
   // Each phase runs on every core before the next one starts: that is what SyncAll guarantees.
   for (int phase = 0; phase < kernel::kMaxPhases; ++phase) {
-    for (int64_t block = 0; block < tiling.block_dim; ++block) {
-      kernel::run_phase<T>(tiling.tiling_key, phase, block, data, g, out, ws);
+    if (active_checker && (phase == 0 || !options.omit_sync)) active_checker->begin_phase(phase);
+    if (order_rng) std::shuffle(cores.begin(), cores.end(), *order_rng);
+    for (int64_t block : cores) {
+      current_core = block;
+      kernel::run_phase<T, W>(tiling.tiling_key, phase, block, data, grads, y, workspace);
     }
   }
 }
 
+template <typename T>
+std::vector<CoreWork> run(const TilingResult& tiling, const at::Tensor& grads, at::Tensor& y, at::Tensor& workspace,
+                          const EmulatorOptions& options) {
+  const T* g = reinterpret_cast<const T*>(grads.const_data_ptr());
+  T* out = reinterpret_cast<T*>(y.mutable_data_ptr());
+  float* ws = workspace.numel() ? workspace.mutable_data_ptr<float>() : nullptr;
+  if (!options.check_races) {
+    LaunchState state(nullptr, options);
+    launch<T, float>(tiling, g, out, ws, options);
+    return {};
+  }
+  MemoryChecker checker(tiling.block_dim);
+  checker.add_region("grads", g, grads.numel(), sizeof(T));
+  checker.add_region("y", out, y.numel(), sizeof(T));
+  if (ws) checker.add_region("workspace", ws, workspace.numel(), sizeof(float));
+  LaunchState state(&checker, options);
+  launch<Checked<T>, Checked<float>>(tiling, reinterpret_cast<const Checked<T>*>(g), reinterpret_cast<Checked<T>*>(out),
+                                     reinterpret_cast<Checked<float>*>(ws), options);
+  return checker.work();
+}
+
 }  // namespace
 
-at::Tensor emulate(const at::Tensor& grads_storage, const TilingInput& input, TilingResult& tiling) {
+Emulation emulate(const at::Tensor& grads_storage, const TilingInput& input, TilingResult& tiling,
+                  const EmulatorOptions& options) {
   tiling = compute_tiling(input);
+  for (const auto& [name, value] : options.tiling_overrides) tiling.set_field(name, value);
   const at::Tensor grads = grads_storage.contiguous();
   // y starts as garbage, as device memory does: every key must write all of it.
   at::Tensor y = at::full(input.image_shape, std::numeric_limits<double>::quiet_NaN(), grads.options());
   at::Tensor workspace = at::full({tiling.workspace_size / static_cast<int64_t>(sizeof(float))},
                                   std::numeric_limits<float>::quiet_NaN(), grads.options().dtype(at::kFloat));
-  switch (grads.scalar_type()) {
-    case at::kFloat: launch<float>(tiling, grads, y, workspace); break;
-    case at::kHalf: launch<rbg_half>(tiling, grads, y, workspace); break;
-    case at::kBFloat16: launch<rbg_bf16>(tiling, grads, y, workspace); break;
-    default: TORCH_CHECK_TYPE(false, "grads: the NPU kernels support float16, bfloat16 and float32");
+  std::vector<CoreWork> work;
+  try {
+    switch (grads.scalar_type()) {
+      case at::kFloat: work = run<float>(tiling, grads, y, workspace, options); break;
+      case at::kHalf: work = run<rbg_half>(tiling, grads, y, workspace, options); break;
+      case at::kBFloat16: work = run<rbg_bf16>(tiling, grads, y, workspace, options); break;
+      default: TORCH_CHECK_TYPE(false, "grads: the NPU kernels support float16, bfloat16 and float32");
+    }
+  } catch (const std::runtime_error& e) {
+    TORCH_CHECK(false, e.what());
   }
-  return y;
+  return {y, std::move(work)};
 }
 
 }  // namespace rbg::emu

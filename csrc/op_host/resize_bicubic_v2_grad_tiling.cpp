@@ -227,6 +227,32 @@ std::vector<std::pair<std::string, double>> TilingResult::fields() const {
            {"scaleW", d(t.scaleW)}};
 }
 
+void TilingResult::set_field(const std::string& name, int64_t value) {
+  std::vector<std::pair<const char*, int64_t*>> slots;
+  if (is_all_copy()) {
+    auto& t = all_copy;
+    slots = {{"useCoreNum", &t.useCoreNum}, {"coreFactor", &t.coreFactor}, {"coreTailFactor", &t.coreTailFactor},
+             {"ubFactor", &t.ubFactor}};
+  } else if (is_determine()) {
+    auto& t = determine;
+    slots = {{"useCoreNum", &t.useCoreNum},       {"coreFactor", &t.coreFactor},
+             {"coreTailFactor", &t.coreTailFactor}, {"splitK", &t.splitK},
+             {"coresPerOutput", &t.coresPerOutput}, {"segsPerOutput", &t.segsPerOutput}};
+  } else {
+    auto& t = simt;
+    slots = {{"initYUseCoreNum", &t.initYUseCoreNum}, {"initYCoreFactor", &t.initYCoreFactor},
+             {"initYCoreTailFactor", &t.initYCoreTailFactor}, {"useCoreNum", &t.useCoreNum},
+             {"coreFactor", &t.coreFactor}, {"coreTailFactor", &t.coreTailFactor}};
+  }
+  for (auto& [field, slot] : slots) {
+    if (name == field) {
+      *slot = value;
+      return;
+    }
+  }
+  fail(ErrorKind::Value, "tiling_overrides: key " + std::to_string(tiling_key) + " has no settable field " + name);
+}
+
 const void* TilingResult::data() const {
   if (is_all_copy()) return &all_copy;
   if (is_simt()) return &simt;

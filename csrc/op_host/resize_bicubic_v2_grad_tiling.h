@@ -50,6 +50,9 @@ struct TilingResult {
   size_t data_size() const;
   // The chosen struct's fields under CANN's names, in declaration order (floats as double).
   std::vector<std::pair<std::string, double>> fields() const;
+  // Replaces an integer field of the chosen struct (the emulator's race-check tests plant bad plans with it).
+  // Throws ArgError for a name the struct does not have.
+  void set_field(const std::string& name, int64_t value);
 };
 
 // Throws rbg::ArgError naming the offending argument when CANN's tiling would fail.

@@ -35,6 +35,8 @@ using rbg_bf16 = bfloat16_t;
 
 #include <cstdint>
 
+#include "emulator/emulated_simt.h"
+
 #define RBG_GM
 #define RBG_AICORE inline
 #define RBG_SIMT_VF(threads) inline
@@ -44,30 +46,5 @@ using rbg_bf16 = bfloat16_t;
 #define RBG_ATOMIC_ADD(ptr, value) ::rbg::emu::atomic_add((ptr), (value))
 using rbg_half = c10::Half;
 using rbg_bf16 = c10::BFloat16;
-
-namespace rbg::emu {
-
-struct ThreadIndex {
-  uint32_t x = 0, dim = 1;
-};
-inline thread_local ThreadIndex current_thread;
-
-// A SIMT VF launch: every thread of the block runs the body, one after the other.
-template <auto fn, typename... Args>
-void vf_call(uint32_t threads, Args... args) {
-  for (uint32_t t = 0; t < threads; ++t) {
-    current_thread = {t, threads};
-    fn(args...);
-  }
-  current_thread = {};
-}
-
-// An atomic add in the output dtype: the sum is rounded to T after every add, as on the device.
-template <typename T>
-void atomic_add(T* ptr, T value) {
-  *ptr = static_cast<T>(static_cast<float>(*ptr) + static_cast<float>(value));
-}
-
-}  // namespace rbg::emu
 
 #endif

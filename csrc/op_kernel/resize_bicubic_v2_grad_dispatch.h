@@ -10,9 +10,10 @@ namespace rbg::kernel {
 
 constexpr int kMaxPhases = 2;
 
-template <typename T>
+// W is the workspace element: float on the device; the race-checking emulator passes a checked float.
+template <typename T, typename W = float>
 RBG_AICORE void run_phase(int64_t key, int phase, int64_t block, const RBG_GM uint8_t* tiling,
-                          const RBG_GM T* grads, RBG_GM T* y, RBG_GM float* workspace) {
+                          const RBG_GM T* grads, RBG_GM T* y, RBG_GM W* workspace) {
   switch (key) {
     case kKeyAllCopy:
       if (phase == 0) {

@@ -15,8 +15,9 @@ struct AllCopyKernel {
   using Tiling = ResizeBicubicV2GradAllCopyTilingData;
   static constexpr int kPhases = 1;
 
+  template <typename W>
   RBG_AICORE static void Run(int /*phase*/, int64_t block, const Tiling& t, const RBG_GM T* grads, RBG_GM T* y,
-                             RBG_GM float* /*workspace*/) {
+                             RBG_GM W* /*workspace*/) {
     if (block >= t.useCoreNum) return;
     uint64_t offset, count;
     core_range<uint64_t>(block, t.coreFactor, t.coreTailFactor, offset, count);

@@ -43,8 +43,9 @@ struct SimtKernel {
   static constexpr int kPhases = 2;
   static constexpr uint32_t kThreads = sizeof(IDX) == 4 ? kSimtThreadsIdx32 : kSimtThreadsIdx64;
 
+  template <typename W>
   RBG_AICORE static void Run(int phase, int64_t block, const Tiling& t, const RBG_GM T* grads, RBG_GM T* y,
-                             RBG_GM float* /*workspace*/) {
+                             RBG_GM W* /*workspace*/) {
     IDX offset, count;
     if (phase == 0) {
       if (block >= t.initYUseCoreNum) return;

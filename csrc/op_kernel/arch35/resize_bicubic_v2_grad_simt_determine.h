@@ -41,8 +41,8 @@ RBG_SIMT_VF(kDetermineThreadsIdx32) void gather_vf(const RBG_GM T* grads, RBG_GM
   }
 }
 
-template <typename T, typename IDX>
-RBG_SIMT_VF(kDetermineThreadsIdx32) void split_k_partial_vf(const RBG_GM T* grads, RBG_GM float* partials,
+template <typename T, typename IDX, typename W>
+RBG_SIMT_VF(kDetermineThreadsIdx32) void split_k_partial_vf(const RBG_GM T* grads, RBG_GM W* partials,
                                                              IDX out_lin, IDX core_seg, IDX segs, int64_t len_c,
                                                              int64_t src_h, int64_t src_w, int64_t dst_h,
                                                              int64_t dst_w, int64_t format, int64_t align,
@@ -68,8 +68,8 @@ RBG_SIMT_VF(kDetermineThreadsIdx32) void split_k_partial_vf(const RBG_GM T* grad
 }
 
 // A single thread sums the partials in ascending order (a 1-thread VF: the bf16 cast needs the SIMT unit).
-template <typename T, typename IDX>
-RBG_SIMT_VF(1) void split_k_reduce_vf(RBG_GM T* y, const RBG_GM float* partials, IDX out_lin, IDX segs) {
+template <typename T, typename IDX, typename W>
+RBG_SIMT_VF(1) void split_k_reduce_vf(RBG_GM T* y, const RBG_GM W* partials, IDX out_lin, IDX segs) {
   float acc = 0.0f;
   for (IDX s = 0; s < segs; ++s) acc += partials[out_lin * segs + s];
   y[out_lin] = static_cast<T>(acc);
@@ -81,8 +81,9 @@ struct SimtDetermineKernel {
   static constexpr int kPhases = 2;
   static constexpr uint32_t kThreads = sizeof(IDX) == 4 ? kDetermineThreadsIdx32 : kDetermineThreadsIdx64;
 
+  template <typename W>
   RBG_AICORE static void Run(int phase, int64_t block, const Tiling& t, const RBG_GM T* grads, RBG_GM T* y,
-                             RBG_GM float* workspace) {
+                             RBG_GM W* workspace) {
     if (block >= t.useCoreNum) return;
     if (t.splitK == 0) {
       if (phase != 0) return;
@@ -96,10 +97,10 @@ struct SimtDetermineKernel {
     const IDX core_seg = static_cast<IDX>(block % t.coresPerOutput);
     const IDX segs = static_cast<IDX>(t.segsPerOutput);
     if (phase == 0) {
-      RBG_VF_CALL((split_k_partial_vf<T, IDX>), kThreads, grads, workspace, out_lin, core_seg, segs, t.lenC,
+      RBG_VF_CALL((split_k_partial_vf<T, IDX, W>), kThreads, grads, workspace, out_lin, core_seg, segs, t.lenC,
                   t.lenSrcH, t.lenSrcW, t.lenDstH, t.lenDstW, t.format, t.alignCorners, t.scaleH, t.scaleW);
     } else if (core_seg == 0) {
-      RBG_VF_CALL((split_k_reduce_vf<T, IDX>), 1, y, static_cast<const RBG_GM float*>(workspace), out_lin, segs);
+      RBG_VF_CALL((split_k_reduce_vf<T, IDX, W>), 1, y, static_cast<const RBG_GM W*>(workspace), out_lin, segs);
     }
   }
 };
