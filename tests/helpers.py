@@ -173,3 +173,48 @@ def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
     bad = (diff > bound) & finite
     assert not bad.any(), (f"{int(bad.sum())} forward elements beyond the bound: worst {diff[bad].max().item()} "
                            f"vs {bound[bad][diff[bad].argmax()].item()}")
+
+
+# The NPU kernels: one small case per tiling key.
+# (grads shape NCHW, image H W, kwargs, expected key). Cores stay few so that shuffled orders matter.
+NPU_KEY_CASES = [
+    ((2, 3, 9, 11), (9, 11), dict(scales=(1.7, 0.4), core_num=4), 30000),
+    ((2, 3, 9, 11), (5, 6), dict(core_num=7), 20000),
+    ((2, 3, 9, 11), (5, 6), dict(core_num=7, force_idx64=True), 20001),
+    ((1, 1, 4096, 3), (2, 2), dict(core_num=8), 20002),
+    ((1, 1, 4096, 3), (2, 2), dict(core_num=8, force_idx64=True), 20003),
+    ((2, 3, 6, 7), (13, 16), dict(core_num=6), 10000),
+    ((2, 3, 6, 7), (13, 16), dict(core_num=6, force_idx64=True), 10001),
+]
+
+
+def npu_storage(g, fmt):
+    return g.permute(0, 2, 3, 1).contiguous() if fmt == "NHWC" else g.contiguous()
+
+
+def npu_image_shape(g, hw, fmt):
+    n, c = g.shape[:2]
+    return (n, *hw, c) if fmt == "NHWC" else (n, c, *hw)
+
+
+def emulate_case(g, hw, fmt, kw, **extra):
+    from torch_resize_bicubic import emulate_npu_kernel
+
+    return emulate_npu_kernel(npu_storage(g, fmt), npu_image_shape(g, hw, fmt), data_format=fmt, **kw, **extra)
+
+
+def assert_within_atomic_order_bound(y, g, hw, fmt, dtype):
+    """The Simt key's atomic scatter, in whatever order its adds land (y in storage order)."""
+    if fmt == "NHWC":
+        y = y.permute(0, 3, 1, 2)
+    if dtype == torch.float32:
+        # float32 atomics: PyTorch's float32 result up to the order of the float sums.
+        assert_matches_reference(y.contiguous(), g, hw, False)
+        return
+    # float16/bfloat16 atomics round to the dtype after every add: (adds + 1) half-ulps of the running sum.
+    ref = aten_backward(g.double(), hw, False, dtype=torch.float64)
+    oh, ow = g.shape[-2:]
+    adds = (4 * math.ceil(oh / hw[0] + 1)) * (4 * math.ceil(ow / hw[1] + 1))
+    eps = torch.finfo(dtype).eps
+    bound = (adds + 1) * eps * magnitude_of_terms(g.double(), hw, False, (None, None))
+    assert ((y.double() - ref).abs() <= bound).all()

@@ -1,74 +1,33 @@
 """The race-checking launch emulator (DESIGN §5, issue #10 item 4): every key runs with every global-memory
 access watched and in shuffled core/thread orders; planted faults (a missing SyncAll, overlapping or
 overrunning core splits) must be caught; the per-core access counts add up to what each kernel must do."""
-import math
-
 import pytest
 import torch
 
 from torch_resize_bicubic import emulate_npu_kernel, npu_core_work
 from torch_resize_bicubic.npu import _emulate
-from helpers import aten_backward, assert_matches_reference, magnitude_of_terms
+from helpers import NPU_KEY_CASES, assert_within_atomic_order_bound, emulate_case
 
-# (grads shape NCHW, image H W, kwargs, expected key). Cores stay few so that shuffled orders matter.
-KEYS = [
-    ((2, 3, 9, 11), (9, 11), dict(scales=(1.7, 0.4), core_num=4), 30000),
-    ((2, 3, 9, 11), (5, 6), dict(core_num=7), 20000),
-    ((2, 3, 9, 11), (5, 6), dict(core_num=7, force_idx64=True), 20001),
-    ((1, 1, 4096, 3), (2, 2), dict(core_num=8), 20002),
-    ((1, 1, 4096, 3), (2, 2), dict(core_num=8, force_idx64=True), 20003),
-    ((2, 3, 6, 7), (13, 16), dict(core_num=6), 10000),
-    ((2, 3, 6, 7), (13, 16), dict(core_num=6, force_idx64=True), 10001),
-]
 SEEDS = [1, 2, 3]
 
 
-def _storage(g, fmt):
-    return g.permute(0, 2, 3, 1).contiguous() if fmt == "NHWC" else g.contiguous()
-
-
-def _image_shape(g, hw, fmt):
-    n, c = g.shape[:2]
-    return (n, *hw, c) if fmt == "NHWC" else (n, c, *hw)
-
-
-def _emulate_case(g, hw, fmt, kw, **extra):
-    return emulate_npu_kernel(_storage(g, fmt), _image_shape(g, hw, fmt), data_format=fmt, **kw, **extra)
-
-
-@pytest.mark.parametrize("shape,hw,kw,key", KEYS, ids=[str(k[3]) for k in KEYS])
+@pytest.mark.parametrize("shape,hw,kw,key", NPU_KEY_CASES, ids=[str(k[3]) for k in NPU_KEY_CASES])
 @pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_every_key_is_race_free_and_order_independent(shape, hw, kw, key, fmt, dtype):
     g = torch.randn(shape, generator=torch.Generator().manual_seed(11)).to(dtype)
-    y, tiling = _emulate_case(g, hw, fmt, kw)  # race check on (the default), cores and threads in order
+    y, tiling = emulate_case(g, hw, fmt, kw)  # race check on (the default), cores and threads in order
     assert tiling.tiling_key == key
     assert not y.isnan().any(), "every element of y must be written"
-    unchecked, _ = _emulate_case(g, hw, fmt, kw, check_races=False)
+    unchecked, _ = emulate_case(g, hw, fmt, kw, check_races=False)
     assert torch.equal(y, unchecked), "the checked element type must not change a bit"
     for seed in SEEDS:
-        shuffled, _ = _emulate_case(g, hw, fmt, kw, order_seed=seed)
+        shuffled, _ = emulate_case(g, hw, fmt, kw, order_seed=seed)
         if key in (10000, 10001):
             # The atomic scatter's order is the device's to choose: only the bound of that order holds.
-            _assert_within_atomic_order_bound(shuffled, g, hw, fmt, dtype)
+            assert_within_atomic_order_bound(shuffled, g, hw, fmt, dtype)
         else:
             assert torch.equal(shuffled, y), f"seed {seed}: a gather/copy key depends on core or thread order"
-
-
-def _assert_within_atomic_order_bound(y, g, hw, fmt, dtype):
-    if fmt == "NHWC":
-        y = y.permute(0, 3, 1, 2)
-    if dtype == torch.float32:
-        # float32 atomics: PyTorch's float32 result up to the order of the float sums.
-        assert_matches_reference(y.contiguous(), g, hw, False)
-        return
-    # float16/bfloat16 atomics round to the dtype after every add: (adds + 1) half-ulps of the running sum.
-    ref = aten_backward(g.double(), hw, False, dtype=torch.float64)
-    oh, ow = g.shape[-2:]
-    adds = (4 * math.ceil(oh / hw[0] + 1)) * (4 * math.ceil(ow / hw[1] + 1))
-    eps = torch.finfo(dtype).eps
-    bound = (adds + 1) * eps * magnitude_of_terms(g.double(), hw, False, (None, None))
-    assert ((y.double() - ref).abs() <= bound).all()
 
 
 def test_shuffled_orders_really_differ_for_the_atomic_key():
@@ -103,7 +62,7 @@ def test_missing_syncall_before_the_split_k_reduce_is_caught():
         _run_fault((1, 1, 4096, 3), (2, 2), dict(core_num=8), _omit_sync=True)
 
 
-@pytest.mark.parametrize("shape,hw,kw,key", [k for k in KEYS if k[3] in (30000, 20000, 10000)],
+@pytest.mark.parametrize("shape,hw,kw,key", [k for k in NPU_KEY_CASES if k[3] in (30000, 20000, 10000)],
                          ids=["30000", "20000", "10000"])
 def test_overlapping_core_ranges_are_caught(shape, hw, kw, key):
     # One more core gets the +1 element share than the split has: its range overlaps the next core's, and
@@ -119,7 +78,7 @@ def test_overlapping_core_ranges_are_caught(shape, hw, kw, key):
 
 
 def test_overlapping_zeroing_split_is_caught():
-    shape, hw, kw, _ = KEYS[5]
+    shape, hw, kw, _ = NPU_KEY_CASES[5]
     tiling = _run_fault(shape, hw, kw)[1]
     with pytest.raises(RuntimeError, match="outside the tensors"):
         _run_fault(shape, hw, kw, _tiling_overrides={"initYCoreFactor": tiling.data["initYCoreFactor"] + 1})
@@ -128,7 +87,7 @@ def test_overlapping_zeroing_split_is_caught():
 def test_two_threads_writing_one_partial_is_caught():
     # Split-K with too few segments per output: segment indices of one core spill into the next output's
     # partials, which another core writes in the same phase.
-    shape, hw, kw, _ = KEYS[3]
+    shape, hw, kw, _ = NPU_KEY_CASES[3]
     tiling = _run_fault(shape, hw, kw)[1]
     with pytest.raises(RuntimeError, match="second writer of an element workspace|outside the tensors"):
         _run_fault(shape, hw, kw, _tiling_overrides={"segsPerOutput": tiling.data["segsPerOutput"] // 2})

@@ -28,25 +28,12 @@ if [ -n "${ASCEND_HOME_PATH:-}" ] && command -v bisheng >/dev/null 2>&1; then
   exit 0
 fi
 
-S=${ASCEND_SDK_DIR:-$root/../shared/ascend-sdk}
-if [ ! -d "$S/asc-devkit" ]; then
-  echo "ascend-check: skipped: no CANN toolkit (ASCEND_HOME_PATH with bisheng) and no ascend-sdk at $S"
+. tools/ascend_sdk_env.sh
+if [ -z "$ASCEND_SDK" ]; then
+  echo "ascend-check: skipped: no CANN toolkit (ASCEND_HOME_PATH with bisheng) and no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk}"
   exit 0
 fi
-S=$(cd "$S" && pwd)
-A=$S/asc-devkit
-T=$S/asc-tools/cpudebug
-KDEFS="-DASCENDC_CPU_DEBUG=1 -D__CCE_KT_TEST__=1 -D__NPU_ARCH__=3510 -D__CCE_AICORE__=310 -D__DAV_C310__ -D__DAV_C310_VEC__ -DASCENDC_DEBUG=1"
-KINC=""
-for d in shim _aliases asc-devkit asc-devkit/include asc-devkit/include/basic_api asc-devkit/include/simt_api \
-  asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/impl asc-devkit/impl/basic_api \
-  asc-devkit/impl/simt_api asc-devkit/impl/utils asc-tools/cpudebug/include; do KINC="$KINC -isystem $S/$d"; done
-HINC=""
-for d in metadef/inc/external metadef/inc/external/asc metadef/inc metadef/pkg_inc ge/inc/graph_metadef/external \
-  ge/inc/graph_metadef ge/inc/external runtime/pkg_inc runtime/include runtime/include/dfx runtime/include/external \
-  _aliases asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/include libboundscheck/include; do
-  HINC="$HINC -isystem $S/$d"
-done
+S=$ASCEND_SDK
 echo '#include "op_graph/resize_bicubic_v2_grad_proto.h"' > "$out/graph_proto.cpp"
 
 # name|flags|source: one translation unit each, two at a time (~5 s and ~500 MB apiece)

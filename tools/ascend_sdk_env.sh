@@ -1,0 +1,22 @@
+# Sourced by ascend_check.sh and build_twin.sh: finds the public CANN headers (ascend-sdk, at $ASCEND_SDK_DIR,
+# else ../shared/ascend-sdk) and sets the flags its README gives. ASCEND_SDK is empty when there is none.
+# The SDK's headers come in through -isystem, so warnings flags judge our files only.
+ASCEND_SDK=${ASCEND_SDK_DIR:-$(pwd)/../shared/ascend-sdk}
+if [ -d "$ASCEND_SDK/asc-devkit" ]; then
+  ASCEND_SDK=$(cd "$ASCEND_SDK" && pwd)
+  # Ascend C in its CPU-debug mode, arch35 (Ascend 950)
+  KDEFS="-DASCENDC_CPU_DEBUG=1 -D__CCE_KT_TEST__=1 -D__NPU_ARCH__=3510 -D__CCE_AICORE__=310 -D__DAV_C310__ -D__DAV_C310_VEC__ -DASCENDC_DEBUG=1"
+  KINC=""
+  for d in shim _aliases asc-devkit asc-devkit/include asc-devkit/include/basic_api asc-devkit/include/simt_api \
+    asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/impl asc-devkit/impl/basic_api \
+    asc-devkit/impl/simt_api asc-devkit/impl/utils asc-tools/cpudebug/include; do KINC="$KINC -isystem $ASCEND_SDK/$d"; done
+  # CANN op-host code (metadef / ge / runtime)
+  HINC=""
+  for d in metadef/inc/external metadef/inc/external/asc metadef/inc metadef/pkg_inc ge/inc/graph_metadef/external \
+    ge/inc/graph_metadef ge/inc/external runtime/pkg_inc runtime/include runtime/include/dfx runtime/include/external \
+    _aliases asc-devkit/include/utils asc-devkit/include/adv_api asc-devkit/include libboundscheck/include; do
+    HINC="$HINC -isystem $ASCEND_SDK/$d"
+  done
+else
+  ASCEND_SDK=""
+fi
