@@ -1,5 +1,5 @@
 // Graph IR prototype of ResizeBicubicV2Grad (DESIGN §3): the gradient of a bicubic resize, compatible with
-// PyTorch's upsample_bicubic2d_backward. Compiled only with CANN (graph/operator_reg.h).
+// PyTorch's upsample_bicubic2d_backward. Built into the op package's proto library (graph/operator_reg.h).
 //
 // Inputs:
 //   grads:          4-D, NCHW or NHWC, float32 / float16 / bfloat16 - the gradient of the resized image.

@@ -1,5 +1,6 @@
 // OpDef of ResizeBicubicV2Grad: inputs, output, dtypes x formats, attrs, and the Ascend 950 (arch35) AI Core
-// config with dynamic shape and rank, as CANN registers the op. Compiled only with CANN.
+// config with dynamic shape and rank, as CANN registers the op. Goes to
+// opbuild (libascend_all_ops.so of csrc/npu/op_package), never into the tiling or proto library.
 #include <vector>
 
 #include "register/op_def_registry.h"

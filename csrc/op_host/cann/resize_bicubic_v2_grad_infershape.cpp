@@ -1,5 +1,6 @@
 // InferShape / InferDataType of ResizeBicubicV2Grad for CANN's graph engine: y takes the shape and dtype of
-// original_image (which supplies nothing else), after the same checks CANN makes. Compiled only with CANN.
+// original_image (which supplies nothing else), after the same checks CANN makes. Built into
+// the op package's proto library (csrc/npu/op_package).
 #include "register/op_impl_registry.h"
 
 namespace ops {

@@ -3,7 +3,8 @@
 // ../resize_bicubic_v2_grad_tiling.cpp, and writes its plan back: tiling key, block dim, the raw TilingData
 // bytes, the workspace and the schedule mode. All rules live in the pure function; this file only moves data.
 //
-// Compiled only in a CANN build (csrc/npu/CMakeLists.txt, target rbg_cann_op_host); never on CPU-only CI.
+// Built into the op package's tiling library (csrc/npu/op_package/CMakeLists.txt): with a CANN toolkit for real,
+// and by tools/check_op_package.sh against the public CANN headers of ascend-sdk, without CANN's libraries.
 #include <cstdio>
 #include <cstring>
 #include <string>

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the CANN-shaped op package's host libraries (csrc/npu/op_package) with the host g++ against the
+# public CANN headers of ascend-sdk, then checks what CANN's build would require of them:
+#  - each library is built (tiling: OP_TILING_LIB, proto: OP_PROTO_LIB, opbuild's input: the OpDef alone);
+#  - the old C++ ABI (-D_GLIBCXX_USE_CXX11_ABI=0): no std::__cxx11 symbol anywhere;
+#  - hidden visibility: none of our own symbols (rbg::, optiling::, ops::) is exported;
+#  - the OpDef is in the opbuild library only, never in the tiling or proto library.
+# CANN's libraries are not linked (none here): their symbols stay undefined. Run by ascend_check.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. tools/ascend_sdk_env.sh
+if [ -z "$ASCEND_SDK" ]; then
+  echo "op-package check: skipped: no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk}"
+  exit 0
+fi
+out=build/op_package_check
+cmake -S csrc/npu/op_package -B "$out" -G Ninja -DRBG_ASCEND_SDK="$ASCEND_SDK" -DCMAKE_CXX_COMPILER="${CXX:-g++}" \
+  > "$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
+cmake --build "$out" -j 2 > "$out.build.log" 2>&1 || { grep -E "error|warning" "$out.build.log" | head -30; exit 1; }
+fail=0
+check() { if eval "$2"; then echo "  ok: $1"; else echo "  FAILED: $1"; fail=1; fi; }
+# Symbol tables to files first: `nm | grep -q` would let grep's early exit fail nm under pipefail.
+for lib in cust_opmaster_rt2.0 cust_opsproto_rt2.0 ascend_all_ops; do
+  f="$out/lib$lib.so"
+  check "lib$lib.so: built" "[ -f '$f' ]" || continue
+  nm -C "$f" > "$out/$lib.all.txt"
+  nm -DC --defined-only "$f" > "$out/$lib.exported.txt"
+  check "lib$lib.so: old C++ ABI (no __cxx11 symbol)" "! grep -q __cxx11 '$out/$lib.all.txt'"
+  check "lib$lib.so: exports none of our symbols" "! grep -qE ' (rbg|optiling|ops)::' '$out/$lib.exported.txt'"
+done
+for lib in cust_opmaster_rt2.0 cust_opsproto_rt2.0; do
+  check "lib$lib.so: no OpDef" "! grep -q 'ops::ResizeBicubicV2Grad' '$out/$lib.all.txt'"
+done
+check "libascend_all_ops.so: holds the OpDef" "grep -q 'ops::ResizeBicubicV2Grad' '$out/ascend_all_ops.all.txt'"
+check "libcust_opmaster_rt2.0.so: holds the tiling" "grep -q 'rbg::compute_tiling' '$out/cust_opmaster_rt2.0.all.txt'"
+check "libcust_opsproto_rt2.0.so: holds InferShape" "grep -q 'InferShapeResizeBicubicV2Grad' '$out/cust_opsproto_rt2.0.all.txt'"
+[ "$fail" = 0 ] || { echo "op-package check: FAILED"; exit 1; }
+echo "op-package check: host libraries built with $(${CXX:-g++} -dumpversion | sed 's/^/g++ /') against $ASCEND_SDK (CANN libraries not linked)"
