@@ -46,6 +46,11 @@ ISA_CASES = [
     ((2, 3, 40, 33), (81, 17), False, torch.float16, "contiguous"),      # F16C conversions, W pass first
     ((2, 3, 40, 33), (21, 65), False, torch.float16, "channels_last"),   # few channels, interleaved lines
     ((1, 5, 29, 31), (60, 15), False, torch.bfloat16, "sliced"),         # strided rows
+    # the forward's permute W pass (AVX2): rows shorter than a window, a partial last block of outputs,
+    # 16-position windows (mild reductions), widened low-precision rows
+    ((2, 2, 6, 5), (9, 11), False, torch.float32, "contiguous"),
+    ((1, 3, 30, 20), (17, 13), True, torch.float32, "contiguous"),
+    ((2, 2, 9, 23), (31, 37), False, torch.bfloat16, "contiguous"),
 ]
 
 

@@ -278,6 +278,28 @@ def test_finite_gradients_near_float_max_overflow_to_inf_not_nan(grads_shape, im
     assert not torch.isnan(y).any()
 
 
+@pytest.mark.parametrize("shape,size", [((1, 2, 6, 40), (12, 80)),    # output taller: W pass first
+                                        ((1, 2, 12, 40), (6, 24)),    # output shorter: H pass first
+                                        ((2, 3, 9, 13), (9, 29))])
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_forward_near_float_max_overflows_to_inf_not_nan(shape, size, layout):
+    # Every forward path tests its float outputs for inf/NaN (fused into its last pass or after it) and
+    # recomputes such rows in double: finite inputs near FLT_MAX must give +-inf or the value, never NaN.
+    x = torch.full(shape, 3e38)
+    x[..., ::3, ::2] = -3e38
+    x = x.contiguous(memory_format=layout)
+    ours = cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
+    exact = cann.resize_bicubic_v2(x.double(), list(size), False, [0.0, 0.0]).float()
+    assert not torch.isnan(ours).any()
+    assert torch.equal(torch.isinf(ours), torch.isinf(exact))
+    assert torch.equal(ours[torch.isinf(ours)], exact[torch.isinf(exact)])
+    # Finite outputs: the float error of 16 terms of size up to 3e38 times the weights (|w| sums to < 1.5
+    # per axis), against the float64 result; the terms cancel, so a relative bound would not do.
+    finite = torch.isfinite(exact)
+    bound = 16 * torch.finfo(torch.float32).eps * 3e38 * 1.5**2
+    assert ((ours[finite].double() - exact[finite].double()).abs() <= bound).all()
+
+
 def test_equal_sizes_with_a_scale_differentiate_correctly():
     x = torch.randn(1, 2, 2, 2, dtype=torch.float64, requires_grad=True)
     f = lambda a: trb.resize_bicubic(a, scale_factor=1.4)  # noqa: E731 - floor(2 * 1.4) = 2: same size

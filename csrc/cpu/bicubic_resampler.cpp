@@ -92,6 +92,21 @@ RBG_MULTIVERSION void combine4(acc_t* __restrict out, const acc_t* r0, const acc
   for (int64_t i = 0; i < n; ++i) out[i] = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
 }
 
+// combine4 for float rows that are final outputs, with the overflow guard's inf/NaN test fused in (the
+// carry trick of any_nonfinite below), so the rows need not be read again. True if any value is not finite.
+RBG_MULTIVERSION bool combine4_checked(float* __restrict out, const float* r0, const float* r1, const float* r2,
+                                       const float* r3, float w0, float w1, float w2, float w3, int64_t n) {
+  uint32_t carry = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
+    out[i] = v;
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    carry |= (bits & 0x7f800000u) + 0x00800000u;
+  }
+  return (carry & 0x80000000u) != 0;
+}
+
 // Lines per transposed block: one 64-byte vector of the accumulation type.
 template <typename acc_t>
 constexpr int64_t kLanes = 64 / sizeof(acc_t);
@@ -268,6 +283,7 @@ struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
   std::vector<acc_t> tile, sources;  // the streaming path
   std::vector<acc_t> ring;            // the forward's recently widened input rows
+  std::vector<float> pad;             // padded row tails of the permute W pass
   std::vector<uint8_t> row_started;
   static Scratch& local() {
     static thread_local Scratch scratch;
@@ -277,6 +293,7 @@ struct Scratch {
   void trim() {
     for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring})
       if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) std::vector<acc_t>().swap(*v);
+    if (static_cast<int64_t>(pad.capacity() * sizeof(float)) > kRetainBytes) std::vector<float>().swap(pad);
     if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) std::vector<uint8_t>().swap(row_started);
   }
 };
@@ -484,6 +501,38 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
   return (carry & 0x80000000u) != 0;
 }
 
+#ifdef RBG_X86_FAST
+// The permute W pass's plan for a forward W table (4 taps per output, in order), or false when some block
+// of 8 outputs reaches more than 16 source positions (strong reductions): the transposed pass does those.
+bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_len, x86::PermutePlan& plan) {
+  plan.blocks = (n_out + 7) / 8;
+  plan.n_out = n_out;
+  plan.in_len = in_len;
+  plan.window = 8;
+  plan.base.assign(plan.blocks, 0);
+  plan.index.assign(plan.blocks * 32, 0);
+  plan.weight.assign(plan.blocks * 32, 0.0f);
+  for (int64_t b = 0; b < plan.blocks; ++b) {
+    const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
+    int64_t lo = table.col[4 * i0], hi = lo;
+    for (int64_t e = 4 * i0; e < 4 * i1; ++e) {
+      lo = std::min(lo, table.col[e]);
+      hi = std::max(hi, table.col[e]);
+    }
+    if (hi - lo >= 16) return false;
+    if (hi - lo >= 8) plan.window = 16;
+    plan.base[b] = lo;
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        plan.index[b * 32 + k * 8 + (i - i0)] = static_cast<int32_t>(table.col[4 * i + k] - lo);
+        plan.weight[b * 32 + k * 8 + (i - i0)] = table.w[4 * i + k];
+      }
+    }
+  }
+  return true;
+}
+#endif
+
 // ---- the fast path -------------------------------------------------------------------------------------
 
 // A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
@@ -539,9 +588,19 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
     max_span = std::max(max_span, c.o1 - c.o0);
     chunks.push_back(c);
   }
+  // NCHW float rows of the forward take the permute W pass where the CPU has AVX2 (same bits, no transposes).
+  bool permute = false;
+#ifdef RBG_X86_FAST
+  x86::PermutePlan plan;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    constexpr int64_t kMaxPermuteRow = 65536;  // bounds the plan at 2 MiB
+    if (tw.forward() && cl == 1 && DW <= kMaxPermuteRow && x86::has_avx2())
+      permute = build_permute_plan(table, DW, SW, plan);
+  }
+#endif
   const bool transposed =
-      cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(SW, DW) * cl <= L * kMaxGroupRow;
-  const int64_t group = transposed ? L / cl : 1;  // rows per W-pass step
+      !permute && cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(SW, DW) * cl <= L * kMaxGroupRow;
+  const int64_t group = transposed ? L / cl : permute ? L : 1;  // rows per W-pass step
   const bool h_first = DH <= SH;
   const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
   const bool read_in_place = direct && contiguous_row;  // W-first reads float input rows where they are
@@ -585,8 +644,25 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
       return buf;
     };
 
-    // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions).
-    auto w_pass_rows = [&](acc_t* out, const acc_t* in, int64_t in_stride, int64_t n) {
+    // Set by a task's final pass when it has already tested its output rows for inf/NaN (float only).
+    bool tested = false, nonfinite = false;
+
+    // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions). `final`:
+    // these are the task's output rows.
+    auto w_pass_rows = [&](acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final = false) {
+#ifdef RBG_X86_FAST
+      if constexpr (std::is_same_v<acc_t, float>) {
+        if (permute) {
+          const bool bad = x86::w_pass_permute(out, out_row, in, in_stride, n, plan, sized(scratch.pad, n * 32));
+          if (final) {
+            tested = true;
+            nonfinite = nonfinite || bad;
+          }
+          return;
+        }
+      }
+#endif
+      (void)final;
       if (!transposed && tw.forward() && cl >= 8) {
         // The forward has exactly four taps per position: one fused pass over the channels, in PyTorch's
         // order, instead of four read-modify-write sweeps.
@@ -666,7 +742,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
             combine4(mid + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
           }
         }
-        w_pass_rows(ob, mid, in_row, y1 - y0);
+        w_pass_rows(ob, mid, in_row, y1 - y0, /*final=*/true);
         return;
       }
       // W first: resample every source row of the block once, then combine.
@@ -683,11 +759,19 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
       for (int64_t dy = y0; dy < y1; ++dy) {
         const RowTaps t = row_taps(dy);
         auto at = [&](int k) { return rows_w + (t.s[k] - sy0) * out_row; };
-        combine4(ob + (dy - y0) * out_row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+        acc_t* const row = ob + (dy - y0) * out_row;
+        if constexpr (std::is_same_v<acc_t, float>) {
+          nonfinite = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row) ||
+                      nonfinite;
+          tested = true;
+        } else {
+          combine4(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+        }
       }
     };
 
     for (int64_t task = begin; task < end; ++task) {
+      tested = nonfinite = false;
       const int64_t u = task / blocks;
       const int64_t y0 = (task % blocks) * rows;
       const int64_t y1 = std::min(DH, y0 + rows);
@@ -754,7 +838,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
         // zero weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the
         // task's rows sends them through the streaming path in double; for NaN/inf inputs that gives the
         // same positions, for finite ones the correctly overflowed result.
-        if (any_nonfinite(ob, (y1 - y0) * out_row))
+        if (tested ? nonfinite : any_nonfinite(ob, (y1 - y0) * out_row))
           stream_rows_in_double(su, sh, sw, sc, cl, th.map, tw.map, y0, y1, ob);
       }
       if (staged) {

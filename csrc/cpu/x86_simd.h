@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 namespace rbg::cpu::x86 {
 
@@ -158,6 +159,92 @@ __attribute__((target("avx512f"))) inline void move_channel_groups(float* blk, f
     const __mmask16 unused = static_cast<__mmask16>(~((1u << lines) - 1));
     for (int64_t o = 0; o < n; ++o) _mm512_mask_storeu_ps(blk + o * 16, unused, _mm512_setzero_ps());
   }
+}
+
+// The forward's W pass of NCHW float rows, vectorised along the output positions (no transposes): each
+// block of 8 outputs reads one window of 8 (or 16) consecutive source positions and picks every output's
+// four taps out of it with vpermps (two windows and a blend for 16). The sum is
+// (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
+struct PermutePlan {
+  int64_t blocks = 0, n_out = 0, in_len = 0;
+  int window = 0;                 // 8 or 16 source positions per block
+  std::vector<int64_t> base;      // first source position of each block's window
+  std::vector<int32_t> index;     // [block][tap][8]: position in the window
+  std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out
+};
+
+// Rows of source positions [in_len - 16, in_len) (or the whole row when shorter), zero-padded to 32: what
+// blocks whose window would run past the row read instead. `pad` holds rows x 32 floats.
+inline int64_t permute_pad_start(const PermutePlan& p) { return p.in_len > 16 ? p.in_len - 16 : 0; }
+
+template <int kWindow>
+__attribute__((target("avx2"))) inline bool w_pass_permute_impl(float* out, int64_t out_stride, const float* in,
+                                                                int64_t in_stride, int64_t rows,
+                                                                const PermutePlan& p, float* pad) {
+  const int64_t tail0 = permute_pad_start(p);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dst = pad + r * 32;
+    int64_t k = 0;
+    for (; k < p.in_len - tail0; ++k) dst[k] = in[r * in_stride + tail0 + k];
+    for (; k < 32; ++k) dst[k] = 0.0f;
+  }
+  const __m256i seven = _mm256_set1_epi32(7);
+  // inf/NaN test of the stored values: exponent bits all set <=> (bits & exp) + one exponent ulp carries
+  // into the sign bit (the overflow guard of the caller; unused lanes are not stored and not tested).
+  const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    const int32_t* ib = p.index.data() + b * 32;
+    const float* wb = p.weight.data() + b * 32;
+    __m256i idx[4];
+    __m256 w[4], high[4];
+    for (int k = 0; k < 4; ++k) {
+      idx[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib + 8 * k));
+      w[k] = _mm256_loadu_ps(wb + 8 * k);
+      high[k] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx[k], seven));
+    }
+    const int64_t base = p.base[b];
+    const bool padded = base + kWindow > p.in_len;
+    const int64_t i0 = b * 8;
+    const int valid = p.n_out - i0 < 8 ? static_cast<int>(p.n_out - i0) : 8;
+    const __m256i store_mask =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = padded ? pad + r * 32 + (base - tail0) : in + r * in_stride + base;
+      const __m256 lo = _mm256_loadu_ps(src);
+      __m256 t[4];
+      if constexpr (kWindow == 8) {
+        for (int k = 0; k < 4; ++k) t[k] = _mm256_permutevar8x32_ps(lo, idx[k]);
+      } else {
+        const __m256 hi = _mm256_loadu_ps(src + 8);
+        for (int k = 0; k < 4; ++k)
+          t[k] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx[k]), _mm256_permutevar8x32_ps(hi, idx[k]),
+                                  high[k]);
+      }
+      __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(t[0], w[0]));
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(t[1], w[1]));
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(t[2], w[2]));
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(t[3], w[3]));
+      float* o = out + r * out_stride + i0;
+      const __m256i test = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp);
+      if (valid == 8) {
+        _mm256_storeu_ps(o, acc);
+        carry = _mm256_or_si256(carry, test);
+      } else {
+        _mm256_maskstore_ps(o, store_mask, acc);
+        carry = _mm256_or_si256(carry, _mm256_and_si256(test, store_mask));
+      }
+    }
+  }
+  return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
+}
+
+// out[r][i] for rows r < rows, outputs i < p.n_out; `pad` holds rows x 32 floats of scratch. True if any
+// output is inf or NaN.
+inline bool w_pass_permute(float* out, int64_t out_stride, const float* in, int64_t in_stride, int64_t rows,
+                           const PermutePlan& p, float* pad) {
+  if (p.window == 8) return w_pass_permute_impl<8>(out, out_stride, in, in_stride, rows, p, pad);
+  return w_pass_permute_impl<16>(out, out_stride, in, in_stride, rows, p, pad);
 }
 
 }  // namespace rbg::cpu::x86
