@@ -214,6 +214,8 @@ void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, 
       return;
     }
     if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
+    if (cl >= 2 && cl <= 4 && x86::has_avx2())
+      return x86::move_small_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
   }
 #endif
   transpose_loop<true>(blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
@@ -231,6 +233,8 @@ void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, 
       return;
     }
     if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
+    if (cl >= 2 && cl <= 4 && x86::has_avx2())
+      return x86::move_small_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
   }
 #endif
   transpose_loop<false>(const_cast<acc_t*>(blk), base, row_len, cl, lines, n);

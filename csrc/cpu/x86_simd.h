@@ -161,6 +161,52 @@ __attribute__((target("avx512f"))) inline void move_channel_groups(float* blk, f
   }
 }
 
+// Interleaved channels with 2 <= cl <= 4 on AVX2 machines (no fast masked moves there): the cl values of
+// one row at one position move as one 64-bit (cl = 2) or 128-bit (cl = 3, 4) vector between row[o * cl + c]
+// and blk[o * 16 + l0 + c]. A 128-bit move of 3 channels carries one value too many; it lands where a
+// later move of the same sweep writes (the next row's lane, or the next position's first channel), and
+// the last position moves element by element, so nothing outside the row or the block is touched.
+// Lanes past `lines` are zeroed on the way to lanes.
+__attribute__((target("avx2"))) inline void move_small_channel_groups(float* blk, float* base, int64_t row_len,
+                                                                      int64_t cl, int64_t lines, int64_t n,
+                                                                      bool to_lanes) {
+  for (int64_t l0 = 0; l0 < lines; l0 += cl) {
+    float* row = base + (l0 / cl) * row_len;
+    const int64_t last = n - 1;
+    if (cl == 2) {
+      for (int64_t o = 0; o < last; ++o) {
+        float* lanes = blk + o * 16 + l0;
+        if (to_lanes) {
+          _mm_storel_pi(reinterpret_cast<__m64*>(lanes), _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(row + o * 2)));
+        } else {
+          _mm_storel_pi(reinterpret_cast<__m64*>(row + o * 2), _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(lanes)));
+        }
+      }
+    } else {
+      for (int64_t o = 0; o < last; ++o) {
+        float* lanes = blk + o * 16 + l0;
+        if (to_lanes) {
+          _mm_storeu_ps(lanes, _mm_loadu_ps(row + o * cl));
+        } else {
+          _mm_storeu_ps(row + o * cl, _mm_loadu_ps(lanes));
+        }
+      }
+    }
+    if (last >= 0) {
+      for (int64_t c = 0; c < cl; ++c) {
+        if (to_lanes) {
+          blk[last * 16 + l0 + c] = row[last * cl + c];
+        } else {
+          row[last * cl + c] = blk[last * 16 + l0 + c];
+        }
+      }
+    }
+  }
+  if (to_lanes && lines < 16)
+    for (int64_t o = 0; o < n; ++o)
+      for (int64_t l = lines; l < 16; ++l) blk[o * 16 + l] = 0.0f;
+}
+
 // The forward's W pass of NCHW float rows, vectorised along the output positions (no transposes): each
 // block of 8 outputs reads one window of 8 (or 16) consecutive source positions and picks every output's
 // four taps out of it with vpermps (two windows and a blend for 16). The sum is
