@@ -556,8 +556,9 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
 // group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
 // most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
-// positions x 64 bytes (320 KiB). Plus two axis tables, at most kTableBudget (8 MiB) each, shared.
-// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16 MiB, whatever the shape.
+// positions x 64 bytes (320 KiB), and 8 KiB of padded row tails for the permute W pass. Plus two axis
+// tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 528 KiB), shared.
+// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
 
 template <typename scalar_t, typename acc_t>
 void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
@@ -597,8 +598,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 #ifdef RBG_X86_FAST
   x86::PermutePlan plan;
   if constexpr (std::is_same_v<acc_t, float>) {
-    constexpr int64_t kMaxPermuteRow = 65536;  // bounds the plan at 2 MiB
-    if (tw.forward() && cl == 1 && DW <= kMaxPermuteRow && x86::has_avx2())
+    // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the
+    // plan within 528 KiB.
+    if (tw.forward() && cl == 1 && std::max(SW, DW) <= kMaxGroupRow && x86::has_avx2())
       permute = build_permute_plan(table, DW, SW, plan);
   }
 #endif
@@ -657,7 +659,13 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 #ifdef RBG_X86_FAST
       if constexpr (std::is_same_v<acc_t, float>) {
         if (permute) {
-          const bool bad = x86::w_pass_permute(out, out_row, in, in_stride, n, plan, sized(scratch.pad, n * 32));
+          // In steps of 64 rows: the padded row tails stay 8 KiB whatever the task's height.
+          constexpr int64_t kPermuteRows = 64;
+          float* const pad = sized(scratch.pad, std::min(n, kPermuteRows) * 32);
+          bool bad = false;
+          for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
+            bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
+                                      std::min(kPermuteRows, n - r0), plan, pad) || bad;
           if (final) {
             tested = true;
             nonfinite = nonfinite || bad;
