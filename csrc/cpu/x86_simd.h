@@ -230,9 +230,17 @@ __attribute__((target("avx2"))) inline bool w_pass_permute_impl(float* out, int6
   const int64_t tail0 = permute_pad_start(p);
   for (int64_t r = 0; r < rows; ++r) {
     float* dst = pad + r * 32;
-    int64_t k = 0;
-    for (; k < p.in_len - tail0; ++k) dst[k] = in[r * in_stride + tail0 + k];
-    for (; k < 32; ++k) dst[k] = 0.0f;
+    const float* tail = in + r * in_stride + tail0;
+    if (p.in_len - tail0 == 16) {  // rows of 16 or more: two vector moves, two of zeros
+      _mm256_storeu_ps(dst, _mm256_loadu_ps(tail));
+      _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(tail + 8));
+      _mm256_storeu_ps(dst + 16, _mm256_setzero_ps());
+      _mm256_storeu_ps(dst + 24, _mm256_setzero_ps());
+    } else {
+      int64_t k = 0;
+      for (; k < p.in_len - tail0; ++k) dst[k] = tail[k];
+      for (; k < 32; ++k) dst[k] = 0.0f;
+    }
   }
   const __m256i seven = _mm256_set1_epi32(7);
   // inf/NaN test of the stored values: exponent bits all set <=> (bits & exp) + one exponent ulp carries
