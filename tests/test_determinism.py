@@ -51,6 +51,8 @@ ISA_CASES = [
     ((2, 2, 6, 5), (9, 11), False, torch.float32, "contiguous"),
     ((1, 3, 30, 20), (17, 13), True, torch.float32, "contiguous"),
     ((2, 2, 9, 23), (31, 37), False, torch.bfloat16, "contiguous"),
+    ((2, 2, 11, 64), (7, 31), False, torch.float32, "contiguous"),       # ~2x reduction: a window per tap
+    ((1, 2, 8, 50), (5, 19), True, torch.float32, "contiguous"),         # beyond: the transposed pass
 ]
 
 

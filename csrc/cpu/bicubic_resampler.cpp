@@ -506,28 +506,40 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
 }
 
 #ifdef RBG_X86_FAST
-// The permute W pass's plan for a forward W table (4 taps per output, in order), or false when some block
-// of 8 outputs reaches more than 16 source positions (strong reductions): the transposed pass does those.
+// The permute W pass's plan for a forward W table (4 taps per output, in order), or false when some tap of
+// some block of 8 outputs spans more than 16 source positions (reductions past about 2x): the transposed
+// pass does those.
 bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_len, x86::PermutePlan& plan) {
   plan.blocks = (n_out + 7) / 8;
   plan.n_out = n_out;
   plan.in_len = in_len;
-  plan.window = 8;
-  plan.base.assign(plan.blocks, 0);
+  plan.base.assign(plan.blocks * 4, 0);
   plan.index.assign(plan.blocks * 32, 0);
   plan.weight.assign(plan.blocks * 32, 0.0f);
+  // The span of the block's taps together decides the window: 8, 16, or one of 16 per tap.
+  int64_t widest = 0;
   for (int64_t b = 0; b < plan.blocks; ++b) {
     const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
-    int64_t lo = table.col[4 * i0], hi = lo;
-    for (int64_t e = 4 * i0; e < 4 * i1; ++e) {
-      lo = std::min(lo, table.col[e]);
-      hi = std::max(hi, table.col[e]);
-    }
-    if (hi - lo >= 16) return false;
-    if (hi - lo >= 8) plan.window = 16;
-    plan.base[b] = lo;
-    for (int64_t i = i0; i < i1; ++i) {
-      for (int k = 0; k < 4; ++k) {
+    const auto [lo, hi] = std::minmax_element(table.col.begin() + 4 * i0, table.col.begin() + 4 * i1);
+    widest = std::max(widest, *hi - *lo + 1);
+  }
+  plan.window = widest <= 8 ? 8 : widest <= 16 ? 16 : 0;
+  for (int64_t b = 0; b < plan.blocks; ++b) {
+    const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
+    const int64_t block_lo = *std::min_element(table.col.begin() + 4 * i0, table.col.begin() + 4 * i1);
+    for (int k = 0; k < 4; ++k) {
+      int64_t lo = block_lo;
+      if (plan.window == 0) {  // this tap's own window
+        lo = table.col[4 * i0 + k];
+        int64_t hi = lo;
+        for (int64_t i = i0; i < i1; ++i) {
+          lo = std::min(lo, table.col[4 * i + k]);
+          hi = std::max(hi, table.col[4 * i + k]);
+        }
+        if (hi - lo >= 16) return false;
+      }
+      plan.base[b * 4 + k] = lo;
+      for (int64_t i = i0; i < i1; ++i) {
         plan.index[b * 32 + k * 8 + (i - i0)] = static_cast<int32_t>(table.col[4 * i + k] - lo);
         plan.weight[b * 32 + k * 8 + (i - i0)] = table.w[4 * i + k];
       }
@@ -557,7 +569,7 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
 // most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
 // positions x 64 bytes (320 KiB), and 8 KiB of padded row tails for the permute W pass. Plus two axis
-// tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 528 KiB), shared.
+// tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 576 KiB), shared.
 // No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
 
 template <typename scalar_t, typename acc_t>
@@ -599,7 +611,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
   x86::PermutePlan plan;
   if constexpr (std::is_same_v<acc_t, float>) {
     // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the
-    // plan within 528 KiB.
+    // plan within 576 KiB.
     if (tw.forward() && cl == 1 && std::max(SW, DW) <= kMaxGroupRow && x86::has_avx2())
       permute = build_permute_plan(table, DW, SW, plan);
   }

@@ -209,12 +209,15 @@ __attribute__((target("avx2"))) inline void move_small_channel_groups(float* blk
 
 // The forward's W pass of NCHW float rows, vectorised along the output positions (no transposes): each
 // block of 8 outputs reads one window of 8 (or 16) consecutive source positions and picks every output's
-// four taps out of it with vpermps (two windows and a blend for 16). The sum is
+// four taps out of it with vpermps (two halves and a blend for 16); where the block's taps reach further,
+// each tap reads a 16-position window of its own. The sum is
 // (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
 struct PermutePlan {
   int64_t blocks = 0, n_out = 0, in_len = 0;
-  int window = 0;                 // 8 or 16 source positions per block
-  std::vector<int64_t> base;      // first source position of each block's window
+  // 8 or 16: one window of that many source positions per block, shared by the four taps; 0: a window of
+  // 16 positions per tap (moderate reductions, where the block's taps together reach further than 16).
+  int window = 0;
+  std::vector<int64_t> base;      // [block][tap]: first source position of the tap's window (all equal unless 0)
   std::vector<int32_t> index;     // [block][tap][8]: position in the window
   std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out
 };
@@ -247,6 +250,7 @@ __attribute__((target("avx2"))) inline bool w_pass_permute_impl(float* out, int6
   // into the sign bit (the overflow guard of the caller; unused lanes are not stored and not tested).
   const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
   __m256i carry = _mm256_setzero_si256();
+  constexpr int kSpan = kWindow == 8 ? 8 : 16;  // positions each tap's window covers
   for (int64_t b = 0; b < p.blocks; ++b) {
     const int32_t* ib = p.index.data() + b * 32;
     const float* wb = p.weight.data() + b * 32;
@@ -257,23 +261,36 @@ __attribute__((target("avx2"))) inline bool w_pass_permute_impl(float* out, int6
       w[k] = _mm256_loadu_ps(wb + 8 * k);
       high[k] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx[k], seven));
     }
-    const int64_t base = p.base[b];
-    const bool padded = base + kWindow > p.in_len;
+    int64_t base[4];
+    bool padded[4];
+    for (int k = 0; k < 4; ++k) {
+      base[k] = p.base[b * 4 + k];
+      padded[k] = base[k] + kSpan > p.in_len;
+    }
     const int64_t i0 = b * 8;
     const int valid = p.n_out - i0 < 8 ? static_cast<int>(p.n_out - i0) : 8;
     const __m256i store_mask =
         _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     for (int64_t r = 0; r < rows; ++r) {
-      const float* src = padded ? pad + r * 32 + (base - tail0) : in + r * in_stride + base;
-      const __m256 lo = _mm256_loadu_ps(src);
+      auto window = [&](int k) {
+        return padded[k] ? pad + r * 32 + (base[k] - tail0) : in + r * in_stride + base[k];
+      };
       __m256 t[4];
       if constexpr (kWindow == 8) {
+        const __m256 lo = _mm256_loadu_ps(window(0));
         for (int k = 0; k < 4; ++k) t[k] = _mm256_permutevar8x32_ps(lo, idx[k]);
-      } else {
-        const __m256 hi = _mm256_loadu_ps(src + 8);
+      } else if constexpr (kWindow == 16) {
+        const float* src = window(0);
+        const __m256 lo = _mm256_loadu_ps(src), hi = _mm256_loadu_ps(src + 8);
         for (int k = 0; k < 4; ++k)
           t[k] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx[k]), _mm256_permutevar8x32_ps(hi, idx[k]),
                                   high[k]);
+      } else {  // a window per tap
+        for (int k = 0; k < 4; ++k) {
+          const float* src = window(k);
+          t[k] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_loadu_ps(src), idx[k]),
+                                  _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 8), idx[k]), high[k]);
+        }
       }
       __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(t[0], w[0]));
       acc = _mm256_add_ps(acc, _mm256_mul_ps(t[1], w[1]));
@@ -298,7 +315,8 @@ __attribute__((target("avx2"))) inline bool w_pass_permute_impl(float* out, int6
 inline bool w_pass_permute(float* out, int64_t out_stride, const float* in, int64_t in_stride, int64_t rows,
                            const PermutePlan& p, float* pad) {
   if (p.window == 8) return w_pass_permute_impl<8>(out, out_stride, in, in_stride, rows, p, pad);
-  return w_pass_permute_impl<16>(out, out_stride, in, in_stride, rows, p, pad);
+  if (p.window == 16) return w_pass_permute_impl<16>(out, out_stride, in, in_stride, rows, p, pad);
+  return w_pass_permute_impl<0>(out, out_stride, in, in_stride, rows, p, pad);
 }
 
 }  // namespace rbg::cpu::x86
