@@ -618,8 +618,10 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 #endif
   const bool transposed =
       !permute && cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(SW, DW) * cl <= L * kMaxGroupRow;
-  const int64_t group = transposed ? L / cl : permute ? L : 1;  // rows per W-pass step
   const bool h_first = DH <= SH;
+  // Rows per W-pass step: a transposed block's lines; the permute pass takes the W-first forward's source
+  // rows 16 at a time, and needs no grouping after an H pass.
+  const int64_t group = transposed ? L / cl : (permute && !h_first) ? L : 1;
   const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
   const bool read_in_place = direct && contiguous_row;  // W-first reads float input rows where they are
   // Output rows are built in a float buffer and written out in one sequential sweep when they need
@@ -631,6 +633,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
   int64_t rows = rows_per_task(units, DH);
   const int64_t widest = std::max(in_row, out_row) * static_cast<int64_t>(sizeof(acc_t));
   rows = std::min(rows, std::max<int64_t>(group, (int64_t{256} << 10) / widest));
+  // The permute W pass reads S straight after the H pass wrote it: keep the task's S within 64 KiB (measured
+  // ~15% faster on 1080p NCHW rows than 256 KiB; the transposed pass showed no clear gain).
+  if (permute && h_first) rows = std::min(rows, std::max<int64_t>(1, (int64_t{64} << 10) / widest));
   rows = std::min(DH, (rows + group - 1) / group * group);
   const int64_t blocks = (DH + rows - 1) / rows;
 
