@@ -29,10 +29,7 @@ if [ -n "${ASCEND_HOME_PATH:-}" ] && command -v bisheng >/dev/null 2>&1; then
 fi
 
 . tools/ascend_sdk_env.sh
-if [ -z "$ASCEND_SDK" ]; then
-  echo "ascend-check: skipped: no CANN toolkit (ASCEND_HOME_PATH with bisheng) and no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk}"
-  exit 0
-fi
+skip_without_sdk "ascend-check: skipped: no CANN toolkit (ASCEND_HOME_PATH with bisheng) and"
 S=$ASCEND_SDK
 KINC="$KINC -Icsrc"
 

@@ -1,5 +1,6 @@
-# Sourced by ascend_check.sh and build_twin.sh: finds the public CANN headers (ascend-sdk, at $ASCEND_SDK_DIR,
-# else ../shared/ascend-sdk) and sets the flags its README gives. ASCEND_SDK is empty when there is none.
+# Sourced by ascend_check.sh, build_twin.sh and check_op_package.sh: finds the public CANN headers (ascend-sdk,
+# at $ASCEND_SDK_DIR, else ../shared/ascend-sdk) and sets the flags its README gives. ASCEND_SDK is empty when
+# there is none; skip_without_sdk then ends the calling script.
 # The SDK's headers come in through -isystem, so warnings flags judge our files only.
 ASCEND_SDK=${ASCEND_SDK_DIR:-$(pwd)/../shared/ascend-sdk}
 if [ -d "$ASCEND_SDK/asc-devkit" ]; then
@@ -20,3 +21,10 @@ if [ -d "$ASCEND_SDK/asc-devkit" ]; then
 else
   ASCEND_SDK=""
 fi
+
+# Ends the calling script (exit 0) with one line, "<prefix> no ascend-sdk at <dir> ...", when there is no SDK.
+skip_without_sdk() {
+  [ -n "$ASCEND_SDK" ] && return 0
+  echo "$1 no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk} (set ASCEND_SDK_DIR)"
+  exit 0
+}

@@ -6,10 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/ascend_sdk_env.sh
-if [ -z "$ASCEND_SDK" ]; then
-  echo "skip: no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk} (set ASCEND_SDK_DIR)"
-  exit 0
-fi
+skip_without_sdk "skip:"
 out=build/twin
 mkdir -p "$out"
 CXX=${CXX:-g++}

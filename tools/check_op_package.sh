@@ -9,10 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/ascend_sdk_env.sh
-if [ -z "$ASCEND_SDK" ]; then
-  echo "op-package check: skipped: no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk}"
-  exit 0
-fi
+skip_without_sdk "op-package check: skipped:"
 out=build/op_package_check
 cmake -S csrc/npu/op_package -B "$out" -G Ninja -DRBG_ASCEND_SDK="$ASCEND_SDK" -DCMAKE_CXX_COMPILER="${CXX:-g++}" \
   > "$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
