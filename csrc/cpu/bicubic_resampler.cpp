@@ -517,18 +517,19 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
   plan.index.assign(plan.blocks * 32, 0);
   plan.weight.assign(plan.blocks * 32, 0.0f);
   // The span of the block's taps together decides the window: 8, 16, or one of 16 per tap.
+  std::vector<int64_t> block_lo(plan.blocks);
   int64_t widest = 0;
   for (int64_t b = 0; b < plan.blocks; ++b) {
     const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
     const auto [lo, hi] = std::minmax_element(table.col.begin() + 4 * i0, table.col.begin() + 4 * i1);
+    block_lo[b] = *lo;
     widest = std::max(widest, *hi - *lo + 1);
   }
   plan.window = widest <= 8 ? 8 : widest <= 16 ? 16 : 0;
   for (int64_t b = 0; b < plan.blocks; ++b) {
     const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
-    const int64_t block_lo = *std::min_element(table.col.begin() + 4 * i0, table.col.begin() + 4 * i1);
     for (int k = 0; k < 4; ++k) {
-      int64_t lo = block_lo;
+      int64_t lo = block_lo[b];
       if (plan.window == 0) {  // this tap's own window
         lo = table.col[4 * i0 + k];
         int64_t hi = lo;
