@@ -3,6 +3,8 @@ import math
 
 import torch
 
+from torch_resize_bicubic import emulate_npu_kernel
+
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 MANTISSA_BITS = {torch.float16: 10, torch.bfloat16: 7}
 MIN_SUBNORMAL_EXP = {torch.float16: -24, torch.bfloat16: -133}
@@ -198,8 +200,6 @@ def npu_image_shape(g, hw, fmt):
 
 
 def emulate_case(g, hw, fmt, kw, **extra):
-    from torch_resize_bicubic import emulate_npu_kernel
-
     return emulate_npu_kernel(npu_storage(g, fmt), npu_image_shape(g, hw, fmt), data_format=fmt, **kw, **extra)
 
 
