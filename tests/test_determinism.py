@@ -53,6 +53,15 @@ ISA_CASES = [
     ((2, 2, 9, 23), (31, 37), False, torch.bfloat16, "contiguous"),
     ((2, 2, 11, 64), (7, 31), False, torch.float32, "contiguous"),       # ~2x reduction: a window per tap
     ((1, 2, 8, 50), (5, 19), True, torch.float32, "contiguous"),         # beyond: the transposed pass
+    # ... over interleaved channels (channels_last, 2-15 channels): windows of 8 and 16 elements shared or
+    # per tap, 24 per tap (3 channels reduced 2x), and beyond that the transposed pass again
+    ((1, 3, 20, 64), (9, 32), False, torch.float32, "channels_last"),
+    ((2, 5, 11, 30), (13, 17), True, torch.float32, "channels_last"),
+    ((1, 12, 7, 9), (15, 20), False, torch.float32, "channels_last"),
+    ((1, 2, 6, 80), (9, 33), False, torch.bfloat16, "channels_last"),
+    ((1, 3, 6, 100), (5, 30), False, torch.float32, "channels_last"),
+    # an 8 MiB float output, written with non-temporal stores
+    ((1, 2, 300, 300), (1024, 1024), False, torch.float32, "contiguous"),
 ]
 
 

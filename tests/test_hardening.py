@@ -280,7 +280,8 @@ def test_finite_gradients_near_float_max_overflow_to_inf_not_nan(grads_shape, im
 
 @pytest.mark.parametrize("shape,size", [((1, 2, 6, 40), (12, 80)),    # output taller: W pass first
                                         ((1, 2, 12, 40), (6, 24)),    # output shorter: H pass first
-                                        ((2, 3, 9, 13), (9, 29))])
+                                        ((2, 3, 9, 13), (9, 29)),
+                                        ((1, 2, 512, 512), (1024, 1024))])  # 8 MiB: non-temporal stores
 @pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
 def test_forward_near_float_max_overflows_to_inf_not_nan(shape, size, layout):
     # Every forward path tests its float outputs for inf/NaN (fused into its last pass or after it) and

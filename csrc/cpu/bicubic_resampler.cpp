@@ -5,8 +5,8 @@
 // gathers a destination's four taps (forward) or scatters a source onto its four taps (backward). The
 // fast path runs an "H pass" that combines rows (a vectorised axpy along each row) and a "W pass" that
 // resamples each row, keeping every tap separate so 0 * inf still gives NaN; the W pass is vectorised
-// across channels (channels_last) or across a block of lines transposed in cache, and the pass order is
-// chosen from the shapes. Shapes beyond its memory limits take the bounded streaming paths.
+// across channels (channels_last), along the output elements with vpermps (the forward, AVX2), or across a
+// block of lines transposed in cache, and the pass order is chosen from the shapes. Shapes beyond its memory limits take the bounded streaming paths.
 //
 // Work is split into tasks of (plane or image, block of output rows); each output element belongs to
 // exactly one task and its sum is always taken in one fixed order that depends only on the shapes, so the
@@ -506,43 +506,48 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
 }
 
 #ifdef RBG_X86_FAST
-// The permute W pass's plan for a forward W table (4 taps per output, in order), or false when some tap of
-// some block of 8 outputs spans more than 16 source positions (reductions past about 2x): the transposed
-// pass does those.
-bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_len, x86::PermutePlan& plan) {
-  plan.blocks = (n_out + 7) / 8;
-  plan.n_out = n_out;
-  plan.in_len = in_len;
+// The permute W pass's plan for a forward W table (4 taps per output position, in order) over rows of cl
+// interleaved channels, or false when some tap of some block of 8 output elements spans more than 24
+// source elements (reductions past about 2x): the transposed pass does those.
+bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_len, int64_t cl,
+                        x86::PermutePlan& plan) {
+  using Plan = x86::PermutePlan;
+  const int64_t elements = n_out * cl;
+  plan.blocks = (elements + 7) / 8;
+  plan.n_out = elements;
+  plan.in_len = in_len * cl;
+  plan.kind.assign(plan.blocks, Plan::kShared8);
   plan.base.assign(plan.blocks * 4, 0);
   plan.index.assign(plan.blocks * 32, 0);
   plan.weight.assign(plan.blocks * 32, 0.0f);
-  // The span of the block's taps together decides the window: 8, 16, or one of 16 per tap.
-  std::vector<int64_t> block_lo(plan.blocks);
-  int64_t widest = 0;
+  // Source element of tap k of output element e.
+  auto source = [&](int64_t e, int k) { return table.col[4 * (e / cl) + k] * cl + e % cl; };
   for (int64_t b = 0; b < plan.blocks; ++b) {
-    const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
-    const auto [lo, hi] = std::minmax_element(table.col.begin() + 4 * i0, table.col.begin() + 4 * i1);
-    block_lo[b] = *lo;
-    widest = std::max(widest, *hi - *lo + 1);
-  }
-  plan.window = widest <= 8 ? 8 : widest <= 16 ? 16 : 0;
-  for (int64_t b = 0; b < plan.blocks; ++b) {
-    const int64_t i0 = b * 8, i1 = std::min(n_out, i0 + 8);
+    const int64_t e0 = b * 8, e1 = std::min(elements, e0 + 8);
+    int64_t tap_lo[4], lo = source(e0, 0), hi = lo, widest_tap = 0;
     for (int k = 0; k < 4; ++k) {
-      int64_t lo = block_lo[b];
-      if (plan.window == 0) {  // this tap's own window
-        lo = table.col[4 * i0 + k];
-        int64_t hi = lo;
-        for (int64_t i = i0; i < i1; ++i) {
-          lo = std::min(lo, table.col[4 * i + k]);
-          hi = std::max(hi, table.col[4 * i + k]);
-        }
-        if (hi - lo >= 16) return false;
+      int64_t tap_hi = tap_lo[k] = source(e0, k);
+      for (int64_t e = e0; e < e1; ++e) {
+        tap_lo[k] = std::min(tap_lo[k], source(e, k));
+        tap_hi = std::max(tap_hi, source(e, k));
       }
-      plan.base[b * 4 + k] = lo;
-      for (int64_t i = i0; i < i1; ++i) {
-        plan.index[b * 32 + k * 8 + (i - i0)] = static_cast<int32_t>(table.col[4 * i + k] - lo);
-        plan.weight[b * 32 + k * 8 + (i - i0)] = table.w[4 * i + k];
+      widest_tap = std::max(widest_tap, tap_hi - tap_lo[k] + 1);
+      lo = std::min(lo, tap_lo[k]);
+      hi = std::max(hi, tap_hi);
+    }
+    // The cheapest window (fewest vpermps and blends) that holds the block's taps.
+    const int64_t span = hi - lo + 1;
+    Plan::Kind kind = span <= 8 ? Plan::kShared8 : widest_tap <= 8 ? Plan::kTap8 : span <= 16 ? Plan::kShared16
+                      : widest_tap <= 16 ? Plan::kTap16 : Plan::kTap24;
+    if (widest_tap > 24) return false;
+    const bool shared = kind == Plan::kShared8 || kind == Plan::kShared16;
+    plan.kind[b] = kind;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t base = shared ? lo : tap_lo[k];
+      plan.base[b * 4 + k] = base;
+      for (int64_t e = e0; e < e1; ++e) {
+        plan.index[b * 32 + k * 8 + (e - e0)] = static_cast<int32_t>(source(e, k) - base);
+        plan.weight[b * 32 + k * 8 + (e - e0)] = table.w[4 * (e / cl) + k];
       }
     }
   }
@@ -562,14 +567,16 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 //  - W first (DH > SH): resample each input row along W, then add it, times each of its H weights in
 //    order, into the output rows it reaches.
 // The W pass keeps every tap separate (0 * inf stays NaN) and vectorises across channels when a row has at
-// least one vector of them, otherwise across kLanes lines at once in transposed form. The same code runs
+// least one vector of them, otherwise across kLanes lines at once in transposed form; the forward's float
+// rows with fewer channels than that take the permute pass (AVX2) instead where its windows reach. The
+// same code runs
 // the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the AxisOps differ.
 //
 // Extra memory, per thread (the scratch above): three row buffers (S or one group's W-pass results, the
 // staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
 // group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
 // most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
-// positions x 64 bytes (320 KiB), and 8 KiB of padded row tails for the permute W pass. Plus two axis
+// positions x 64 bytes (320 KiB), and 12 KiB of padded row tails for the permute W pass. Plus two axis
 // tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 576 KiB), shared.
 // No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
 
@@ -606,15 +613,16 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
     max_span = std::max(max_span, c.o1 - c.o0);
     chunks.push_back(c);
   }
-  // NCHW float rows of the forward take the permute W pass where the CPU has AVX2 (same bits, no transposes).
+  // Float rows of the forward with fewer than L interleaved channels take the permute W pass where the CPU
+  // has AVX2 (same bits, no transposes; measured 1.2-1.8x faster than the transposed pass for 2-12 channels).
   bool permute = false;
 #ifdef RBG_X86_FAST
   x86::PermutePlan plan;
   if constexpr (std::is_same_v<acc_t, float>) {
     // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the
     // plan within 576 KiB.
-    if (tw.forward() && cl == 1 && std::max(SW, DW) <= kMaxGroupRow && x86::has_avx2())
-      permute = build_permute_plan(table, DW, SW, plan);
+    if (tw.forward() && cl < L && std::max(SW, DW) * cl <= kMaxGroupRow && x86::has_avx2())
+      permute = build_permute_plan(table, DW, SW, cl, plan);
   }
 #endif
   const bool transposed =
@@ -630,13 +638,22 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
   const bool staged = !direct || (h_first && transposed);
   const scalar_t* s = src.const_data_ptr<scalar_t>();
   scalar_t* y = dst.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
+  // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward
+  // (no read-for-ownership of every line), where each row is whole 64-byte lines.
+  bool stream_out = false;
+#ifdef RBG_X86_FAST
+  if constexpr (direct && std::is_same_v<acc_t, float>)
+    stream_out = !staged && x86::has_avx2() && out_row % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 64 == 0 &&
+                 dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
+#endif
 
   int64_t rows = rows_per_task(units, DH);
   const int64_t widest = std::max(in_row, out_row) * static_cast<int64_t>(sizeof(acc_t));
   rows = std::min(rows, std::max<int64_t>(group, (int64_t{256} << 10) / widest));
   // The permute W pass reads S straight after the H pass wrote it: keep the task's S within 64 KiB (measured
-  // ~15% faster on 1080p NCHW rows than 256 KiB; the transposed pass showed no clear gain).
-  if (permute && h_first) rows = std::min(rows, std::max<int64_t>(1, (int64_t{64} << 10) / widest));
+  // ~15% faster on 1080p NCHW rows than 256 KiB), but give it at least 8 rows, over which each block of the
+  // pass spreads its setup (~20% faster on 1080p rows of 3 interleaved channels than 2 rows).
+  if (permute && h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
   rows = std::min(DH, (rows + group - 1) / group * group);
   const int64_t blocks = (DH + rows - 1) / rows;
 
@@ -677,9 +694,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 #ifdef RBG_X86_FAST
       if constexpr (std::is_same_v<acc_t, float>) {
         if (permute) {
-          // In steps of 64 rows: the padded row tails stay 8 KiB whatever the task's height.
+          // In steps of 64 rows: the padded row tails stay 12 KiB whatever the task's height.
           constexpr int64_t kPermuteRows = 64;
-          float* const pad = sized(scratch.pad, std::min(n, kPermuteRows) * 32);
+          float* const pad = sized(scratch.pad, std::min(n, kPermuteRows) * x86::kPermutePad);
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
             bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
@@ -791,8 +808,14 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
         auto at = [&](int k) { return rows_w + (t.s[k] - sy0) * out_row; };
         acc_t* const row = ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
-          nonfinite = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row) ||
-                      nonfinite;
+          bool bad;
+#ifdef RBG_X86_FAST
+          if (stream_out)
+            bad = x86::combine4_checked_stream(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+          else
+#endif
+            bad = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+          nonfinite = nonfinite || bad;
           tested = true;
         } else {
           combine4(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
@@ -863,6 +886,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
         for (int64_t r = 0; r < y1 - y0; ++r)
           if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
       }
+#ifdef RBG_X86_FAST
+      if (stream_out) _mm_sfence();  // the non-temporal stores land before the rows are read again
+#endif
       if constexpr (std::is_same_v<acc_t, float>) {
         // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a
         // zero weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the
