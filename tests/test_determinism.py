@@ -53,6 +53,8 @@ ISA_CASES = [
     ((2, 2, 9, 23), (31, 37), False, torch.bfloat16, "contiguous"),
     ((2, 2, 11, 64), (7, 31), False, torch.float32, "contiguous"),       # ~2x reduction: a window per tap
     ((1, 2, 8, 50), (5, 19), True, torch.float32, "contiguous"),         # beyond: the transposed pass
+    ((1, 2, 9, 64), (5, 32), False, torch.float32, "contiguous"),        # exactly 2x: every second element
+    ((1, 3, 6, 80), (7, 40), True, torch.bfloat16, "contiguous"),        # ~2x with align_corners: some blocks
     # ... over interleaved channels (channels_last, 2-15 channels): windows of 8 and 16 elements shared or
     # per tap, 24 per tap (3 channels reduced 2x), and beyond that the transposed pass again
     ((1, 3, 20, 64), (9, 32), False, torch.float32, "channels_last"),

@@ -540,14 +540,20 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
     Plan::Kind kind = span <= 8 ? Plan::kShared8 : widest_tap <= 8 ? Plan::kTap8 : span <= 16 ? Plan::kShared16
                       : widest_tap <= 16 ? Plan::kTap16 : Plan::kTap24;
     if (widest_tap > 24) return false;
+    // Every tap on every second element (a 2x reduction): one shufps per tap instead.
+    bool even = e1 - e0 == 8;
+    for (int k = 0; k < 4 && even; ++k)
+      for (int64_t j = 0; j < 8; ++j) even = even && source(e0 + j, k) == tap_lo[k] + 2 * j;
+    if (even) kind = Plan::kEven16;
     const bool shared = kind == Plan::kShared8 || kind == Plan::kShared16;
     plan.kind[b] = kind;
     for (int k = 0; k < 4; ++k) {
       const int64_t base = shared ? lo : tap_lo[k];
       plan.base[b * 4 + k] = base;
       for (int64_t e = e0; e < e1; ++e) {
-        plan.index[b * 32 + k * 8 + (e - e0)] = static_cast<int32_t>(source(e, k) - base);
-        plan.weight[b * 32 + k * 8 + (e - e0)] = table.w[4 * (e / cl) + k];
+        const int64_t lane = e - e0, from = even ? e0 + x86::kEvenLanes[lane] : e;  // the output lane holds
+        plan.index[b * 32 + k * 8 + lane] = static_cast<int32_t>(source(from, k) - base);
+        plan.weight[b * 32 + k * 8 + lane] = table.w[4 * (from / cl) + k];
       }
     }
   }

@@ -248,16 +248,20 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
 // (i, c) takes its four taps at elements col[i][k] * cl + c. Each block of 8 output elements picks its
 // taps out of windows of consecutive source elements with vpermps: one window of 8 or 16 elements shared
 // by the four taps where the block's taps are that close together, else a window of 8, 16 or 24 per tap
-// (each 8 beyond the first costs a vpermps and a blend per tap). The sum is
-// (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
+// (each 8 beyond the first costs a vpermps and a blend per tap). Where every tap takes every second element
+// of its window (2x reductions), one shufps per tap does, the lanes in the order kEvenLanes until one
+// vpermpd per block restores them. The sum is (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of
+// the portable W pass, so the bits agree.
 struct PermutePlan {
-  enum Kind : uint8_t { kShared8, kShared16, kTap8, kTap16, kTap24 };
+  enum Kind : uint8_t { kShared8, kShared16, kTap8, kTap16, kTap24, kEven16 };
   int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
   std::vector<Kind> kind;         // [block]: the cheapest window that holds its taps
   std::vector<int64_t> base;      // [block][tap]: first source element of the tap's window (all equal if shared)
   std::vector<int32_t> index;     // [block][tap][8]: element in the window
-  std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out
+  std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out; kEven16: in kEvenLanes order
 };
+// The output of each lane after shufps(lo, hi, 0x88) of a 16-element window: element 2 * kEvenLanes[lane].
+constexpr int kEvenLanes[8] = {0, 1, 4, 5, 2, 3, 6, 7};
 
 // Each row's last kPermuteTail source elements (or the whole row when shorter), zero-padded to
 // kPermutePad: what windows that would run past the row read instead. `pad` holds rows x kPermutePad floats.
@@ -277,7 +281,7 @@ __attribute__((target("avx2"))) inline __m256 permute_window(const float* src, _
 }
 
 // Block b of every row; returns the inf/NaN carry of its stored values (see w_pass_permute).
-template <int kWindow, bool kPerTap>
+template <int kWindow, bool kPerTap, bool kEven = false>
 __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t out_stride, const float* in,
                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                             const float* pad, int64_t b) {
@@ -312,12 +316,18 @@ __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t
     __m256 t[4];
     for (int k = 0; k < 4; ++k) {
       const int s = kPerTap ? k : 0;
-      t[k] = permute_window<kWindow>(src[s] + r * src_stride[s], idx[k], second[k], third[k]);
+      const float* window = src[s] + r * src_stride[s];
+      if constexpr (kEven)
+        t[k] = _mm256_shuffle_ps(_mm256_loadu_ps(window), _mm256_loadu_ps(window + 8), 0x88);
+      else
+        t[k] = permute_window<kWindow>(window, idx[k], second[k], third[k]);
     }
     __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(t[0], w[0]));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(t[1], w[1]));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(t[2], w[2]));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(t[3], w[3]));
+    if constexpr (kEven)  // 64-bit pairs (0, 2, 1, 3): the lanes back in order
+      acc = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8));
     float* o = out + r * out_stride + i0;
     const __m256i test = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp);
     if (valid == 8) {
@@ -356,7 +366,8 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kShared16: c = permute_block<16, false>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap8: c = permute_block<8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap16: c = permute_block<16, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      default: c = permute_block<24, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kTap24: c = permute_block<24, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      default: c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
     }
     carry = _mm256_or_si256(carry, c);
   }
