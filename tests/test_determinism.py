@@ -62,6 +62,10 @@ ISA_CASES = [
     ((1, 12, 7, 9), (15, 20), False, torch.float32, "channels_last"),
     ((1, 2, 6, 80), (9, 33), False, torch.bfloat16, "channels_last"),
     ((1, 3, 6, 100), (5, 30), False, torch.float32, "channels_last"),
+    # ... and the shifted loads: 4 and 8 channels halved (2 loads and 1 per tap), 12 channels enlarged
+    ((1, 4, 6, 40), (5, 20), False, torch.float32, "channels_last"),
+    ((1, 8, 5, 24), (7, 12), True, torch.float32, "channels_last"),
+    ((1, 12, 5, 10), (4, 17), False, torch.bfloat16, "channels_last"),
     # an 8 MiB float output, written with non-temporal stores
     ((1, 2, 300, 300), (1024, 1024), False, torch.float32, "contiguous"),
 ]

@@ -545,6 +545,34 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
     for (int k = 0; k < 4 && even; ++k)
       for (int64_t j = 0; j < 8; ++j) even = even && source(e0 + j, k) == tap_lo[k] + 2 * j;
     if (even) kind = Plan::kEven16;
+    // Shifted loads with one pattern for the four taps, where fewer blends do than the vpermps windows
+    // (shuffles per block: 4 for 8-element windows, 5 for even, 12 for 16, 20 for 24; 4 per load but the
+    // first).
+    int64_t shifts[8];
+    int n_shifts = 0;
+    bool shifted = e1 - e0 == 8;
+    for (int64_t j = 0; j < 8 && shifted; ++j) {
+      const int64_t d = source(e0 + j, 0) - source(e0, 0) - j;
+      for (int k = 1; k < 4; ++k) shifted = shifted && source(e0 + j, k) - source(e0, k) - j == d;
+      if (std::find(shifts, shifts + n_shifts, d) == shifts + n_shifts) shifts[n_shifts++] = d;
+    }
+    for (int k = 0; k < 4 && shifted; ++k)  // every load inside the row
+      for (int m = 0; m < n_shifts; ++m)
+        shifted = shifted && source(e0, k) + shifts[m] >= 0 && source(e0, k) + shifts[m] + 8 <= plan.in_len;
+    const int kind_cost = kind == Plan::kTap24 ? 20 : kind == Plan::kEven16 ? 5 : span <= 8 || widest_tap <= 8 ? 4 : 12;
+    if (shifted && n_shifts <= 4 && 4 * (n_shifts - 1) < kind_cost) {
+      plan.kind[b] = static_cast<Plan::Kind>(Plan::kShift1 + (n_shifts - 1));
+      for (int k = 0; k < 4; ++k) {
+        plan.base[b * 4 + k] = source(e0, k);
+        for (int64_t j = 0; j < 8; ++j) plan.weight[b * 32 + k * 8 + j] = table.w[4 * ((e0 + j) / cl) + k];
+      }
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t d = source(e0 + j, 0) - source(e0, 0) - j;
+        plan.index[b * 32 + j] = static_cast<int32_t>(std::find(shifts, shifts + n_shifts, d) - shifts);
+      }
+      for (int m = 0; m < n_shifts; ++m) plan.index[b * 32 + 8 + m] = static_cast<int32_t>(shifts[m]);
+      continue;
+    }
     const bool shared = kind == Plan::kShared8 || kind == Plan::kShared16;
     plan.kind[b] = kind;
     for (int k = 0; k < 4; ++k) {

@@ -1,7 +1,9 @@
 // x86 fast paths of the CPU backend: AVX-512 data movement (tile transposes, masked moves of interleaved
-// channels), AVX2 tile transposes for CPUs without AVX-512, and F16C conversions. Pure data movement and
-// exact IEEE round-to-nearest-even conversions, so they give the same bits as the portable loops of
-// bicubic_resampler.cpp, which the engine uses on other CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is
+// channels), AVX2 tile transposes for CPUs without AVX-512, the forward's AVX2 W pass along the output
+// elements and its row combination with non-temporal stores, and F16C conversions. Data movement, exact
+// IEEE round-to-nearest-even conversions and the portable loops' arithmetic in their order (no FMA), so
+// they give the same bits as the portable loops of bicubic_resampler.cpp, which the engine uses on other
+// CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is
 // set, and without any of these when RBG_CPU_PORTABLE is set. Chosen at run time: the rest of the
 // extension is built for the baseline ISA.
 #pragma once
@@ -250,14 +252,18 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
 // by the four taps where the block's taps are that close together, else a window of 8, 16 or 24 per tap
 // (each 8 beyond the first costs a vpermps and a blend per tap). Where every tap takes every second element
 // of its window (2x reductions), one shufps per tap does, the lanes in the order kEvenLanes until one
-// vpermpd per block restores them. The sum is (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of
-// the portable W pass, so the bits agree.
+// vpermpd per block restores them. Where the lanes' offsets from their tap's first element follow one
+// pattern for all four taps that only a few shifted loads cover (interleaved channels: 3 channels reduced
+// 2x need 3 or 4; 8 or more channels often 1), each tap blends those loads instead (kShift1..4). The sum is
+// (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
 struct PermutePlan {
-  enum Kind : uint8_t { kShared8, kShared16, kTap8, kTap16, kTap24, kEven16 };
+  enum Kind : uint8_t { kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4 };
   int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
   std::vector<Kind> kind;         // [block]: the cheapest window that holds its taps
   std::vector<int64_t> base;      // [block][tap]: first source element of the tap's window (all equal if shared)
-  std::vector<int32_t> index;     // [block][tap][8]: element in the window
+  // [block][tap][8]: element in the window. kShift: [block][0][8] the load each lane takes, [block][1][m]
+  // the shift of load m (the lane's element is the tap's base + shift + lane).
+  std::vector<int32_t> index;
   std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out; kEven16: in kEvenLanes order
 };
 // The output of each lane after shufps(lo, hi, 0x88) of a 16-element window: element 2 * kEvenLanes[lane].
@@ -278,6 +284,29 @@ __attribute__((target("avx2"))) inline __m256 permute_window(const float* src, _
   if constexpr (kWindow == 24)
     t = _mm256_blendv_ps(t, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16), idx), third);
   return t;
+}
+
+// (((0 + t0 w0) + t1 w1) + t2 w2) + t3 w3, the portable W pass's order (the 0 + turns a -0 product into +0).
+__attribute__((target("avx2"))) inline __m256 weighted_sum(const __m256 t[4], const __m256 w[4]) {
+  __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(t[0], w[0]));
+  acc = _mm256_add_ps(acc, _mm256_mul_ps(t[1], w[1]));
+  acc = _mm256_add_ps(acc, _mm256_mul_ps(t[2], w[2]));
+  return _mm256_add_ps(acc, _mm256_mul_ps(t[3], w[3]));
+}
+
+// Stores the first `valid` lanes of acc at o and ORs their inf/NaN test into carry: exponent bits all set
+// <=> (bits & exp) + one exponent ulp carries into the sign bit (unused lanes are not stored or tested).
+__attribute__((target("avx2"))) inline void store_tested(float* o, __m256 acc, int valid, __m256i store_mask,
+                                                         __m256i& carry) {
+  const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
+  const __m256i test = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp);
+  if (valid == 8) {
+    _mm256_storeu_ps(o, acc);
+    carry = _mm256_or_si256(carry, test);
+  } else {
+    _mm256_maskstore_ps(o, store_mask, acc);
+    carry = _mm256_or_si256(carry, _mm256_and_si256(test, store_mask));
+  }
 }
 
 // Block b of every row; returns the inf/NaN carry of its stored values (see w_pass_permute).
@@ -308,9 +337,6 @@ __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t
   const int64_t i0 = b * 8;
   const int valid = p.n_out - i0 < 8 ? static_cast<int>(p.n_out - i0) : 8;
   const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  // inf/NaN test of the stored values: exponent bits all set <=> (bits & exp) + one exponent ulp carries
-  // into the sign bit (unused lanes are not stored and not tested).
-  const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
   __m256i carry = _mm256_setzero_si256();
   for (int64_t r = 0; r < rows; ++r) {
     __m256 t[4];
@@ -322,21 +348,47 @@ __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t
       else
         t[k] = permute_window<kWindow>(window, idx[k], second[k], third[k]);
     }
-    __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), _mm256_mul_ps(t[0], w[0]));
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(t[1], w[1]));
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(t[2], w[2]));
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(t[3], w[3]));
+    __m256 acc = weighted_sum(t, w);
     if constexpr (kEven)  // 64-bit pairs (0, 2, 1, 3): the lanes back in order
       acc = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8));
-    float* o = out + r * out_stride + i0;
-    const __m256i test = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp);
-    if (valid == 8) {
-      _mm256_storeu_ps(o, acc);
-      carry = _mm256_or_si256(carry, test);
-    } else {
-      _mm256_maskstore_ps(o, store_mask, acc);
-      carry = _mm256_or_si256(carry, _mm256_and_si256(test, store_mask));
+    store_tested(out + r * out_stride + i0, acc, valid, store_mask, carry);
+  }
+  return carry;
+}
+
+// Block b of kind kShift<S>: tap k's lane j is element base_k + shift[choice_j] + j, so it comes from the
+// load at base_k + shift[choice_j]: S unaligned loads and S - 1 blends per tap. The blends' masks
+// (choice_j >= m) are shared by the four taps.
+template <int S>
+__attribute__((target("avx2"))) inline __m256i shift_block(float* out, int64_t out_stride, const float* in,
+                                                          int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                          int64_t b) {
+  const int32_t* ib = p.index.data() + b * 32;
+  const float* wb = p.weight.data() + b * 32;
+  const __m256i choice = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib));
+  __m256 later[S];  // later[m]: the lanes that take load m or a later one
+  int64_t shift[S];
+  for (int m = 0; m < S; ++m) {
+    later[m] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(choice, _mm256_set1_epi32(m - 1)));
+    shift[m] = ib[8 + m];
+  }
+  __m256 w[4];
+  const float* src[4];
+  for (int k = 0; k < 4; ++k) {
+    w[k] = _mm256_loadu_ps(wb + 8 * k);
+    src[k] = in + p.base[b * 4 + k];
+  }
+  const __m256i all = _mm256_set1_epi32(-1);
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t r = 0; r < rows; ++r) {
+    __m256 t[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* q = src[k] + r * in_stride;
+      t[k] = _mm256_loadu_ps(q + shift[0]);
+      for (int m = 1; m < S; ++m) t[k] = _mm256_blendv_ps(t[k], _mm256_loadu_ps(q + shift[m]), later[m]);
     }
+    __m256 acc = weighted_sum(t, w);
+    store_tested(out + r * out_stride + b * 8, acc, 8, all, carry);
   }
   return carry;
 }
@@ -367,7 +419,11 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kTap8: c = permute_block<8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap16: c = permute_block<16, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap24: c = permute_block<24, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      default: c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kEven16: c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kShift1: c = shift_block<1>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift2: c = shift_block<2>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift3: c = shift_block<3>(out, out_stride, in, in_stride, rows, p, b); break;
+      default: c = shift_block<4>(out, out_stride, in, in_stride, rows, p, b); break;
     }
     carry = _mm256_or_si256(carry, c);
   }
