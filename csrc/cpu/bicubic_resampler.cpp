@@ -6,7 +6,8 @@
 // fast path runs an "H pass" that combines rows (a vectorised axpy along each row) and a "W pass" that
 // resamples each row, keeping every tap separate so 0 * inf still gives NaN; the W pass is vectorised
 // across channels (channels_last), along the output elements with vpermps (the forward, AVX2), or across a
-// block of lines transposed in cache, and the pass order is chosen from the shapes. Shapes beyond its memory limits take the bounded streaming paths.
+// block of lines transposed in cache, and the pass order is chosen from the shapes. Shapes beyond its
+// memory limits take the bounded streaming paths.
 //
 // Work is split into tasks of (plane or image, block of output rows); each output element belongs to
 // exactly one task and its sum is always taken in one fixed order that depends only on the shapes, so the
@@ -506,6 +507,17 @@ RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
 }
 
 #ifdef RBG_X86_FAST
+// Shuffles (vpermps, blends, shufps) a block of the permute W pass costs per row, by window kind.
+int permute_shuffles(x86::PermutePlan::Kind kind) {
+  using Plan = x86::PermutePlan;
+  switch (kind) {
+    case Plan::kShared8: case Plan::kTap8: return 4;
+    case Plan::kEven16: return 5;
+    case Plan::kShared16: case Plan::kTap16: return 12;
+    default: return 20;  // kTap24
+  }
+}
+
 // The permute W pass's plan for a forward W table (4 taps per output position, in order) over rows of cl
 // interleaved channels, or false when some tap of some block of 8 output elements spans more than 24
 // source elements (reductions past about 2x): the transposed pass does those.
@@ -545,9 +557,8 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
     for (int k = 0; k < 4 && even; ++k)
       for (int64_t j = 0; j < 8; ++j) even = even && source(e0 + j, k) == tap_lo[k] + 2 * j;
     if (even) kind = Plan::kEven16;
-    // Shifted loads with one pattern for the four taps, where fewer blends do than the vpermps windows
-    // (shuffles per block: 4 for 8-element windows, 5 for even, 12 for 16, 20 for 24; 4 per load but the
-    // first).
+    // Shifted loads with one pattern for the four taps, where their blends (4 per load but the first) are
+    // fewer than the shuffles of the window kind.
     int64_t shifts[8];
     int n_shifts = 0;
     bool shifted = e1 - e0 == 8;
@@ -559,8 +570,7 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
     for (int k = 0; k < 4 && shifted; ++k)  // every load inside the row
       for (int m = 0; m < n_shifts; ++m)
         shifted = shifted && source(e0, k) + shifts[m] >= 0 && source(e0, k) + shifts[m] + 8 <= plan.in_len;
-    const int kind_cost = kind == Plan::kTap24 ? 20 : kind == Plan::kEven16 ? 5 : span <= 8 || widest_tap <= 8 ? 4 : 12;
-    if (shifted && n_shifts <= 4 && 4 * (n_shifts - 1) < kind_cost) {
+    if (shifted && n_shifts <= 4 && 4 * (n_shifts - 1) < permute_shuffles(kind)) {
       plan.kind[b] = static_cast<Plan::Kind>(Plan::kShift1 + (n_shifts - 1));
       for (int k = 0; k < 4; ++k) {
         plan.base[b * 4 + k] = source(e0, k);
@@ -603,8 +613,8 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // The W pass keeps every tap separate (0 * inf stays NaN) and vectorises across channels when a row has at
 // least one vector of them, otherwise across kLanes lines at once in transposed form; the forward's float
 // rows with fewer channels than that take the permute pass (AVX2) instead where its windows reach. The
-// same code runs
-// the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the AxisOps differ.
+// same code runs the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the
+// AxisOps differ.
 //
 // Extra memory, per thread (the scratch above): three row buffers (S or one group's W-pass results, the
 // staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
@@ -845,7 +855,8 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
           bool bad;
 #ifdef RBG_X86_FAST
           if (stream_out)
-            bad = x86::combine4_checked_stream(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
+            bad = x86::combine4_checked_stream(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3],
+                                               out_row);
           else
 #endif
             bad = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);

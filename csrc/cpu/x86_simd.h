@@ -239,7 +239,8 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
     acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(r2 + i), v2));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(r3 + i), v3));
     _mm256_stream_ps(out + i, acc);
-    vcarry = _mm256_or_si256(vcarry, _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp));
+    const __m256i bits = _mm256_and_si256(_mm256_castps_si256(acc), exponent);
+    vcarry = _mm256_or_si256(vcarry, _mm256_add_epi32(bits, exponent_ulp));
   }
   for (; i < n; ++i) scalar(i);
   return _mm256_movemask_ps(_mm256_castsi256_ps(vcarry)) != 0 || (carry & 0x80000000u) != 0;
@@ -419,7 +420,9 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kTap8: c = permute_block<8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap16: c = permute_block<16, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
       case PermutePlan::kTap24: c = permute_block<24, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kEven16: c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kEven16:
+        c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
       case PermutePlan::kShift1: c = shift_block<1>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kShift2: c = shift_block<2>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kShift3: c = shift_block<3>(out, out_stride, in, in_stride, rows, p, b); break;
