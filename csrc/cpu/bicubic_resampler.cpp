@@ -559,11 +559,11 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
     if (even) kind = Plan::kEven16;
     // Shifted loads with one pattern for the four taps, where their blends (4 per load but the first) are
     // fewer than the shuffles of the window kind.
-    int64_t shifts[8];
+    int64_t shifts[8], lane_shift[8];
     int n_shifts = 0;
     bool shifted = e1 - e0 == 8;
     for (int64_t j = 0; j < 8 && shifted; ++j) {
-      const int64_t d = source(e0 + j, 0) - source(e0, 0) - j;
+      const int64_t d = lane_shift[j] = source(e0 + j, 0) - source(e0, 0) - j;
       for (int k = 1; k < 4; ++k) shifted = shifted && source(e0 + j, k) - source(e0, k) - j == d;
       if (std::find(shifts, shifts + n_shifts, d) == shifts + n_shifts) shifts[n_shifts++] = d;
     }
@@ -576,10 +576,8 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
         plan.base[b * 4 + k] = source(e0, k);
         for (int64_t j = 0; j < 8; ++j) plan.weight[b * 32 + k * 8 + j] = table.w[4 * ((e0 + j) / cl) + k];
       }
-      for (int64_t j = 0; j < 8; ++j) {
-        const int64_t d = source(e0 + j, 0) - source(e0, 0) - j;
-        plan.index[b * 32 + j] = static_cast<int32_t>(std::find(shifts, shifts + n_shifts, d) - shifts);
-      }
+      for (int64_t j = 0; j < 8; ++j)
+        plan.index[b * 32 + j] = static_cast<int32_t>(std::find(shifts, shifts + n_shifts, lane_shift[j]) - shifts);
       for (int m = 0; m < n_shifts; ++m) plan.index[b * 32 + 8 + m] = static_cast<int32_t>(shifts[m]);
       continue;
     }

@@ -3,9 +3,8 @@
 // elements and its row combination with non-temporal stores, and F16C conversions. Data movement, exact
 // IEEE round-to-nearest-even conversions and the portable loops' arithmetic in their order (no FMA), so
 // they give the same bits as the portable loops of bicubic_resampler.cpp, which the engine uses on other
-// CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is
-// set, and without any of these when RBG_CPU_PORTABLE is set. Chosen at run time: the rest of the
-// extension is built for the baseline ISA.
+// CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is set, and without any of these when RBG_CPU_PORTABLE is
+// set. Chosen at run time: the rest of the extension is built for the baseline ISA.
 #pragma once
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -178,12 +177,8 @@ __attribute__((target("avx2"))) inline void move_small_channel_groups(float* blk
     const int64_t last = n - 1;
     if (cl == 2) {
       for (int64_t o = 0; o < last; ++o) {
-        float* lanes = blk + o * 16 + l0;
-        if (to_lanes) {
-          _mm_storel_pi(reinterpret_cast<__m64*>(lanes), _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(row + o * 2)));
-        } else {
-          _mm_storel_pi(reinterpret_cast<__m64*>(row + o * 2), _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(lanes)));
-        }
+        float *lanes = blk + o * 16 + l0, *position = row + o * 2;
+        std::memcpy(to_lanes ? lanes : position, to_lanes ? position : lanes, 2 * sizeof(float));  // one 64-bit move
       }
     } else {
       for (int64_t o = 0; o < last; ++o) {
@@ -215,35 +210,30 @@ __attribute__((target("avx2"))) inline void move_small_channel_groups(float* blk
 // A fixed size: inside VMs the C library reports the host's L3.
 constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
 
-// combine4_checked of bicubic_resampler.cpp with non-temporal stores (out 32-byte aligned and n a multiple
-// of 8 take only those): the same arithmetic (no FMA), so the same bits. The caller fences (_mm_sfence)
-// before the rows are read.
+// The overflow guard's inf/NaN test of 8 values: exponent bits all set <=> (bits & exp) + one exponent ulp
+// carries into the sign bit (any_nonfinite's trick in bicubic_resampler.cpp). OR the results together; a
+// sign bit set at the end means some value was not finite.
+__attribute__((target("avx2"))) inline __m256i nonfinite_carry(__m256 v) {
+  const __m256i bits = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7f800000));
+  return _mm256_add_epi32(bits, _mm256_set1_epi32(0x00800000));
+}
+
+// combine4_checked of bicubic_resampler.cpp with non-temporal stores, for rows of whole vectors: out
+// 32-byte aligned and n a multiple of 8 (the caller takes it only for rows of whole 64-byte lines). The
+// same arithmetic (no FMA), so the same bits. The caller fences (_mm_sfence) before the rows are read.
 __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, const float* r0, const float* r1,
                                                                    const float* r2, const float* r3, float w0,
                                                                    float w1, float w2, float w3, int64_t n) {
-  uint32_t carry = 0;
-  auto scalar = [&](int64_t i) {
-    const float v = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
-    out[i] = v;
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    carry |= (bits & 0x7f800000u) + 0x00800000u;
-  };
-  int64_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i) scalar(i);
   const __m256 v0 = _mm256_set1_ps(w0), v1 = _mm256_set1_ps(w1), v2 = _mm256_set1_ps(w2), v3 = _mm256_set1_ps(w3);
-  const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
-  __m256i vcarry = _mm256_setzero_si256();
-  for (; i + 8 <= n; i += 8) {
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t i = 0; i < n; i += 8) {
     __m256 acc = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(r0 + i), v0), _mm256_mul_ps(_mm256_loadu_ps(r1 + i), v1));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(r2 + i), v2));
     acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(r3 + i), v3));
     _mm256_stream_ps(out + i, acc);
-    const __m256i bits = _mm256_and_si256(_mm256_castps_si256(acc), exponent);
-    vcarry = _mm256_or_si256(vcarry, _mm256_add_epi32(bits, exponent_ulp));
+    carry = _mm256_or_si256(carry, nonfinite_carry(acc));
   }
-  for (; i < n; ++i) scalar(i);
-  return _mm256_movemask_ps(_mm256_castsi256_ps(vcarry)) != 0 || (carry & 0x80000000u) != 0;
+  return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
 }
 
 // The forward's W pass of float rows, vectorised along the output elements (no transposes). A row is read
@@ -295,12 +285,11 @@ __attribute__((target("avx2"))) inline __m256 weighted_sum(const __m256 t[4], co
   return _mm256_add_ps(acc, _mm256_mul_ps(t[3], w[3]));
 }
 
-// Stores the first `valid` lanes of acc at o and ORs their inf/NaN test into carry: exponent bits all set
-// <=> (bits & exp) + one exponent ulp carries into the sign bit (unused lanes are not stored or tested).
+// Stores the first `valid` lanes of acc at o and ORs their nonfinite_carry into carry (unused lanes are
+// not stored or tested).
 __attribute__((target("avx2"))) inline void store_tested(float* o, __m256 acc, int valid, __m256i store_mask,
                                                          __m256i& carry) {
-  const __m256i exponent = _mm256_set1_epi32(0x7f800000), exponent_ulp = _mm256_set1_epi32(0x00800000);
-  const __m256i test = _mm256_add_epi32(_mm256_and_si256(_mm256_castps_si256(acc), exponent), exponent_ulp);
+  const __m256i test = nonfinite_carry(acc);
   if (valid == 8) {
     _mm256_storeu_ps(o, acc);
     carry = _mm256_or_si256(carry, test);
