@@ -2,6 +2,9 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
+# The torch the venv gets. On this project's machines torch==2.13.0 resolves to a CPU build kept on disk; from
+# PyPI elsewhere it is the CUDA build. TORCH_SPEC='torch==2.13.0 --index-url <PyTorch's CPU index>' picks a CPU one.
+TORCH_SPEC ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-stamp
 SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml
 
@@ -10,7 +13,7 @@ SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip setuptools wheel ninja
-	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q $(TORCH_SPEC)
 	$(VPY) -m pip install -q "pytest>=8" "hypothesis>=6.100" numpy expecttest matplotlib tqdm
 	touch $@
 
@@ -39,4 +42,4 @@ sanitize: $(STAMP)
 	PY=$(VPY) bash tools/sanitize.sh
 
 clean:
-	rm -rf build $(VENV) torch_resize_bicubic/*.so
+	rm -rf build $(VENV) torch_resize_bicubic/*.so torch_resize_bicubic/_build_info.py

@@ -3,17 +3,38 @@
 The CPU backend, host tiling and the NPU launch emulator are always built. When the CANN toolkit
 (ASCEND_HOME_PATH, /usr/local/Ascend/ascend-toolkit/latest or /usr/local/Ascend/latest) and torch_npu are
 both present, the Ascend C kernels (NPU_SOC_VERSION, default ascend950) and the PrivateUse1 glue are built
-as well, into torch_resize_bicubic._npu, by csrc/npu/CMakeLists.txt (bisheng); see README "NPU".
-RBG_NO_NPU=1 skips the NPU part; RBG_SANITIZE=1 builds _C with AddressSanitizer + UBSan.
+as well, into torch_resize_bicubic._npu, by csrc/npu/CMakeLists.txt (bisheng); see docs/npu.md.
+RBG_NO_NPU=1 skips the NPU part; RBG_SANITIZE=1 builds _C with AddressSanitizer + UBSan; RBG_DEBUG=1 keeps
+debug info (the default is a release build without it).
+
+The extension links against the torch it is built with: build with `pip install --no-build-isolation .` so that
+is the torch already installed. The version is recorded in torch_resize_bicubic/_build_info.py, and importing the
+package under another torch version fails with a message that says how to rebuild.
 """
 import glob
 import os
 import sys
 
+import torch
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def record_build_torch_version():
+    """Writes the torch version this build compiles against, which the package checks at import."""
+    path = os.path.join(ROOT, "torch_resize_bicubic", "_build_info.py")
+    text = ('"""Written by setup.py at build time: the torch this extension was compiled against."""\n'
+            f"TORCH_VERSION = {torch.__version__!r}\n"
+            f"DEBUG_INFO = {bool(os.environ.get('RBG_DEBUG') or os.environ.get('RBG_SANITIZE'))!r}\n")
+    old = open(path).read() if os.path.exists(path) else None
+    if old != text:  # rewriting an equal file would make every later build look stale
+        with open(path, "w") as f:
+            f.write(text)
+
+
+record_build_torch_version()
 
 
 def find_cann():
@@ -33,8 +54,10 @@ sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "op_host", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "emulator", "*.cpp")))
-cxx_flags = ["-O3", "-std=c++17", "-ffp-contract=off", "-fopenmp", "-Wall", "-Wno-unknown-pragmas"]
-link_flags = ["-fopenmp"]
+# -g0 overrides the -g that Python's own CFLAGS add: a release build carries no debug info (~1 MB, not ~19 MB).
+cxx_flags = ["-O3", "-std=c++17", "-ffp-contract=off", "-fopenmp", "-Wall", "-Wno-unknown-pragmas",
+             "-g" if os.environ.get("RBG_DEBUG") else "-g0"]
+link_flags = ["-fopenmp"] if os.environ.get("RBG_DEBUG") else ["-fopenmp", "-s"]
 define_macros = []
 if os.environ.get("RBG_SANITIZE"):
     cxx_flags = ["-O1", "-g", "-std=c++17", "-ffp-contract=off", "-fopenmp", "-fno-omit-frame-pointer",

@@ -1,4 +1,4 @@
-// The `cann` operator library: schemas (DESIGN §3) and the CPU implementations. The NPU implementations
+// The `cann` operator library: schemas (docs/design.md §3) and the CPU implementations. The NPU implementations
 // live in npu/ and are compiled only when CANN and torch_npu are present.
 //
 // Besides the three contract ops, three private ops (leading underscore) serve the Python layer:

@@ -3,7 +3,7 @@ runaway allocation fails the test instead of the test run.
 
 Peak memory is read as ru_maxrss around the call, with the inputs allocated (or expanded) beforehand; the
 bound is the output itself plus a constant: the kernels' extra memory is O(threads x chunk) for every shape
-(README "Extra memory")."""
+(docs/performance.md, "Extra memory, any shape")."""
 import subprocess
 import sys
 import textwrap

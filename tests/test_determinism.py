@@ -1,4 +1,4 @@
-"""CPU results are bitwise identical across repeated calls and thread counts (DESIGN §3 Determinism),
+"""CPU results are bitwise identical across repeated calls and thread counts (docs/design.md §3 Determinism),
 including the task partitions of the parallel kernel: one huge plane, many tiny planes, odd sizes."""
 import pytest
 import torch

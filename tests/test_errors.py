@@ -1,4 +1,4 @@
-"""Every bad-input case of DESIGN §3: a Python exception whose message names the offending argument."""
+"""Every bad-input case of docs/design.md §3: a Python exception whose message names the offending argument."""
 import math
 
 import pytest

@@ -1,5 +1,5 @@
 """The Ascend C kernel bodies, run on the CPU by the launch emulator for every tiling key, against
-PyTorch's CPU kernel. (Nothing here has run on NPU hardware; see README "NPU status".)"""
+PyTorch's CPU kernel. (Nothing here has run on NPU hardware; see docs/npu.md.)"""
 import math
 
 import pytest

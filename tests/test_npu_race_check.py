@@ -1,4 +1,4 @@
-"""The race-checking launch emulator (DESIGN §5, issue #10 item 4): every key runs with every global-memory
+"""The race-checking launch emulator (docs/design.md §5, issue #10 item 4): every key runs with every global-memory
 access watched and in shuffled core/thread orders; planted faults (a missing SyncAll, overlapping or
 overrunning core splits) must be caught; the per-core access counts add up to what each kernel must do."""
 import pytest

@@ -5,11 +5,35 @@ Importing the package loads the C++ extension, which registers the ``torch.ops.c
 * ``cann::resize_bicubic_v2_grad`` (graph-IR form), ``cann::upsample_bicubic2d_backward`` (aclnn form),
 * ``cann::resize_bicubic_v2`` (the forward resize, differentiable through the grad op).
 
-See README.md for the API and ``DESIGN.md`` for the contract.
+See README.md for the API and ``docs/design.md`` for the contract.
 """
+import re
+
 import torch  # noqa: F401  (loads libtorch, which the extension links against)
 
-from . import _C  # noqa: F401  (registers the ops)
+
+def _release(version: str) -> str:
+    """major.minor.patch of a torch version string; local tags (+cpu) and pre-release suffixes dropped."""
+    match = re.match(r"\d+\.\d+\.\d+", str(version))
+    return match.group(0) if match else str(version)
+
+
+def _check_torch_version() -> None:
+    """The extension links against one torch's C++ ABI: loading it under another would crash or fail with an
+    undefined symbol, so say plainly what happened and how to fix it."""
+    try:
+        from ._build_info import TORCH_VERSION as built_with
+    except ImportError:
+        return  # not built by setup.py (nothing to compare with); importing _C will say what is missing
+    if _release(built_with) != _release(torch.__version__):
+        raise ImportError(
+            f"torch_resize_bicubic was built against torch {built_with}, but torch {torch.__version__} is "
+            "installed. Rebuild it against the installed torch: "
+            "pip install --no-build-isolation --force-reinstall --no-deps <path or git URL of torch-resize-bicubic>")
+
+
+_check_torch_version()
+from . import _C  # noqa: E402,F401  (registers the ops)
 
 
 def _load_npu_kernels() -> bool:

@@ -1,7 +1,7 @@
 """Route PyTorch's own bicubic ops on the CPU to this project's kernels, so that unmodified
 ``F.interpolate(..., mode="bicubic")`` models use them, eagerly and under ``torch.compile``.
 
-The override is a drop-in (DESIGN §3): every call that reaches aten's CPU bicubic behaves as PyTorch's does.
+The override is a drop-in (docs/design.md §3): every call that reaches aten's CPU bicubic behaves as PyTorch's does.
 
 * Eager: ``aten::upsample_bicubic2d`` and ``aten::upsample_bicubic2d_backward`` (and their ``out=`` forms;
   ``.vec`` reaches the first) get a CPU kernel that runs ours for the inputs it covers (4-D float16,
@@ -135,7 +135,7 @@ def enable_aten_override() -> None:
     """Route aten's CPU bicubic resize and its backward to this project's kernels (see the module doc).
 
     Off by default; calling it again while on does nothing. ``disable_aten_override()`` restores PyTorch's
-    kernels bit for bit. (On an NPU build the PrivateUse1 kernels are not routed; see README "NPU status".)
+    kernels bit for bit. (On an NPU build the PrivateUse1 kernels are not routed; see docs/npu.md.)
     """
     global _library
     with _lock:

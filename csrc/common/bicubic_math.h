@@ -1,4 +1,4 @@
-// The bicubic math of ResizeBicubicV2Grad (DESIGN §2): the single source of truth for every backend.
+// The bicubic math of ResizeBicubicV2Grad (docs/design.md §2): the single source of truth for every backend.
 //
 // Host code (tiling, CPU backend, launch emulator) and the Ascend C kernels include this header. It uses
 // no standard-library calls on the device path: the kernel compatibility header defines RBG_FUNC and

@@ -7,7 +7,7 @@
 
 namespace rbg::cpu {
 
-// grads (N, C, OH, OW) -> gradient of the original image (N, C, in_h, in_w), DESIGN §2 semantics, including
+// grads (N, C, OH, OW) -> gradient of the original image (N, C, in_h, in_w), docs/design.md §2 semantics, including
 // the same-size rule (a copy when in_h, in_w equal OH, OW, whatever the scales).
 at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
                                   double scale_h, double scale_w);

@@ -1,4 +1,4 @@
-// Graph IR prototype of ResizeBicubicV2Grad (DESIGN §3): the gradient of a bicubic resize, compatible with
+// Graph IR prototype of ResizeBicubicV2Grad (docs/design.md §3): the gradient of a bicubic resize, compatible with
 // PyTorch's upsample_bicubic2d_backward. Built into the op package's proto library (graph/operator_reg.h).
 //
 // Inputs:
