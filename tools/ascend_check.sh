@@ -6,7 +6,8 @@
 #  - Else with the public CANN headers of ascend-sdk ($ASCEND_SDK_DIR, else ../shared/ascend-sdk): every
 #    kernel entry in Ascend C's CPU-debug mode (direct launch, all three dtypes; op-package entry for each
 #    DTYPE_GRADS), then the op package's host libraries (tiling and infershape adapters, graph proto, OpDef)
-#    built and checked by check_op_package.sh, with the host g++.
+#    built and checked by check_op_package.sh, with the host g++; then the op-host UTs (tests/op_host_ut) run
+#    under CANN's own op-host UT framework (op_host_ut.sh).
 #  - Else: one line saying what was skipped and why, exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,3 +56,4 @@ if [ -n "${fail:-}" ]; then
 fi
 echo "ascend-check: every kernel entry compiles against $S (CPU-debug mode, g++ $($CXX -dumpversion))"
 bash tools/check_op_package.sh
+bash tools/op_host_ut.sh

@@ -30,8 +30,11 @@ ge::graphStatus InferShapeResizeBicubicV2Grad(gert::InferShapeContext* context) 
   return ge::GRAPH_SUCCESS;
 }
 
+// y takes the grads dtype, which must be one the kernels have: float32, float16 or bfloat16.
 ge::graphStatus InferDataTypeResizeBicubicV2Grad(gert::InferDataTypeContext* context) {
-  return context->SetOutputDataType(0, context->GetInputDataType(0));
+  const ge::DataType grads = context->GetInputDataType(0);
+  if (grads != ge::DT_FLOAT && grads != ge::DT_FLOAT16 && grads != ge::DT_BF16) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(0, grads);
 }
 
 }  // namespace

@@ -16,10 +16,14 @@
 
 namespace optiling {
 
-// What TilingParse caches per compiled op when the runtime platform info is absent.
+// CANN's compile-info layout for this op: what TilingParse caches per compiled op, and what tiling reads when the
+// runtime platform info is absent. isDetermine stays 0 here: the deterministic flag is a tiling-time input
+// (TilingContext::GetDeterministic), unknown when the op is parsed.
 struct ResizeBicubicV2GradCompileInfo {
   int64_t coreNum = 0;
   int64_t ubSize = 0;
+  int64_t ubBlockSize = 0;
+  int64_t isDetermine = 0;
 };
 
 namespace {
@@ -69,6 +73,7 @@ ge::graphStatus TilingResizeBicubicV2Grad(gert::TilingContext* context) {
   if (!grads || !image || !y || !grads_desc || !image_desc || !y_desc) return fail(context, "missing tensor");
 
   rbg::TilingInput in;
+  in.ub_block_size = kUbBlockSize;
   in.grads_shape = dims(grads->GetStorageShape());
   in.image_shape = dims(image->GetStorageShape());
   if (dims(y->GetStorageShape()) != in.image_shape) return fail(context, "y: shape differs from original_image");
@@ -104,8 +109,8 @@ ge::graphStatus TilingResizeBicubicV2Grad(gert::TilingContext* context) {
     if (info == nullptr) return fail(context, "no platform info and no compile info");
     in.core_num = info->coreNum;
     in.ub_size = info->ubSize;
+    in.ub_block_size = info->ubBlockSize;
   }
-  in.ub_block_size = kUbBlockSize;
   in.deterministic = context->GetDeterministic() == 1;
 
   rbg::TilingResult plan;
@@ -141,6 +146,8 @@ ge::graphStatus TilingParseResizeBicubicV2Grad(gert::TilingParseContext* context
   ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub_size);
   info->coreNum = ascendc.GetCoreNumAiv();
   info->ubSize = static_cast<int64_t>(ub_size);
+  info->ubBlockSize = kUbBlockSize;
+  info->isDetermine = 0;
   return (info->coreNum > 0 && info->ubSize > 0) ? ge::GRAPH_SUCCESS : ge::GRAPH_FAILED;
 }
 
