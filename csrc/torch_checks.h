@@ -22,8 +22,28 @@ inline DType to_dtype(at::ScalarType t) {
   }
 }
 
+// A dtype as Python users write it (torch.uint8, not c10's "Byte"), for error messages.
+inline std::string python_dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kByte: return "torch.uint8";
+    case at::kChar: return "torch.int8";
+    case at::kShort: return "torch.int16";
+    case at::kInt: return "torch.int32";
+    case at::kLong: return "torch.int64";
+    case at::kHalf: return "torch.float16";
+    case at::kFloat: return "torch.float32";
+    case at::kDouble: return "torch.float64";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kBool: return "torch.bool";
+    case at::kComplexHalf: return "torch.complex32";
+    case at::kComplexFloat: return "torch.complex64";
+    case at::kComplexDouble: return "torch.complex128";
+    default: return std::string("torch.") + c10::toString(t);
+  }
+}
+
 inline TensorInfo tensor_info(const at::Tensor& t) {
-  return TensorInfo{t.sizes().vec(), to_dtype(t.scalar_type()), std::string(c10::toString(t.scalar_type())),
+  return TensorInfo{t.sizes().vec(), to_dtype(t.scalar_type()), python_dtype_name(t.scalar_type()),
                     t.device().str()};
 }
 

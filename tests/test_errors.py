@@ -71,7 +71,7 @@ forward_cases = [
     ("scale_factor string", lambda: trb.resize_bicubic(x, scale_factor="2"), T, "scale_factor"),
     ("recompute with size", lambda: trb.resize_bicubic(x, size=8, recompute_scale_factor=True), V, "recompute_scale_factor"),
     ("3-D input", lambda: trb.resize_bicubic(torch.randn(3, 4, 5), size=8), V, "input"),
-    ("int input", lambda: trb.resize_bicubic(x.int(), size=8), T, "images"),
+    ("int input", lambda: trb.resize_bicubic(x.int(), size=8), T, "input"),
     ("op: size length 1", lambda: torch.ops.cann.resize_bicubic_v2(x, [8], False, [0.0, 0.0]), V, "size"),
     ("op: size zero", lambda: torch.ops.cann.resize_bicubic_v2(x, [8, 0], False, [0.0, 0.0]), V, "size"),
     ("op: scales length 1", lambda: torch.ops.cann.resize_bicubic_v2(x, [8, 8], False, [0.0]), V, "scales"),

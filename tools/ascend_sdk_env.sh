@@ -28,3 +28,22 @@ skip_without_sdk() {
   echo "$1 no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk} (set ASCEND_SDK_DIR)"
   exit 0
 }
+
+# Prints the path of a private copy of ascend-sdk's CANN sources (ophost-ut/src: what the op-host UT framework and
+# opbuild are built from), made once in build/cann-src. The shared copy may hold a symbolic link flattened into a
+# file whose whole text is the relative path of its target: such files are replaced by their targets.
+cann_sources() {
+  local src=build/cann-src from="$ASCEND_SDK/ophost-ut/src" f target
+  if [ "$(cat "$src/.from" 2>/dev/null)" != "$from" ]; then
+    rm -rf "$src"
+    mkdir -p build
+    cp -r "$from" "$src"
+    chmod -R u+w "$src"
+    find "$src" -type f -size -256c | while read -r f; do
+      target=$(cat "$f")
+      case "$target" in ../*|./*) [ -f "$(dirname "$f")/$target" ] && cp "$(dirname "$f")/$target" "$f" ;; esac
+    done
+    echo "$from" > "$src/.from"
+  fi
+  echo "$src"
+}

@@ -23,20 +23,7 @@ if (( ${#missing[@]} )); then
 fi
 
 O=build/ophost-ut
-# A private copy of the framework's sources: the shared copy may hold a symbolic link flattened into a file that
-# names its target (a header whose whole text is a relative path); such files are replaced by their targets.
-src=$O/src
-if [ "$(cat "$src/.from" 2>/dev/null)" != "$UT" ]; then
-  rm -rf "$src"
-  mkdir -p "$O"
-  cp -r "$UT/src" "$src"
-  chmod -R u+w "$src"
-  find "$src" -type f -size -256c | while read -r f; do
-    target=$(cat "$f")
-    case "$target" in ../*|./*) [ -f "$(dirname "$f")/$target" ] && cp "$(dirname "$f")/$target" "$f" ;; esac
-  done
-  echo "$UT" > "$src/.from"
-fi
+src=$(cann_sources)
 
 # The framework's Makefile tracks each object's own source only: objects older than a header they include go.
 newest_header=$(ls -t csrc/op_host/*.h csrc/common/*.h tests/op_host_ut/*.h | head -n 1)

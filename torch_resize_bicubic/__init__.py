@@ -52,7 +52,7 @@ NPU_KERNELS_BUILT = _load_npu_kernels()
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
 from .npu import NpuCoreWork, NpuTiling, emulate_npu_kernel, npu_core_work, npu_tiling
-from .override import aten_override_enabled, disable_aten_override, enable_aten_override
+from .override import aten_override, aten_override_enabled, disable_aten_override, enable_aten_override
 
 __all__ = [
     "resize_bicubic",
@@ -65,6 +65,7 @@ __all__ = [
     "enable_aten_override",
     "disable_aten_override",
     "aten_override_enabled",
+    "aten_override",
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]

@@ -6,6 +6,12 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
+_pytorch_interpolate = torch.nn.functional.interpolate  # PyTorch's own, whatever the aten override does later
+
+# The dtypes our kernels take; uint8 images (and antialias) run PyTorch's kernels, as F.interpolate does.
+_KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_PYTORCH_DTYPES = (torch.uint8,)
+
 _Pair = Union[int, Sequence[int]]
 _FPair = Union[float, Sequence[float]]
 
@@ -63,23 +69,35 @@ def _int_list(values, name: str) -> list:
 
 def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_factor: Optional[_FPair] = None,
                    align_corners: Optional[bool] = False,
-                   recompute_scale_factor: Optional[bool] = None) -> torch.Tensor:
+                   recompute_scale_factor: Optional[bool] = None, antialias: bool = False) -> torch.Tensor:
     """Bicubic resize of a 4-D tensor, as ``F.interpolate(input, size, scale_factor, mode="bicubic", ...)``.
 
-    Forward values equal PyTorch's; the gradient runs through ``cann::resize_bicubic_v2_grad``.
+    Forward values equal PyTorch's; the gradient runs through ``cann::resize_bicubic_v2_grad``. uint8 images and
+    ``antialias=True`` run PyTorch's own kernels (``F.interpolate``'s values, gradients and errors).
 
     Args:
-        input: (N, C, H, W) tensor, contiguous or channels_last; float16, bfloat16, float32 or float64.
+        input: (N, C, H, W) tensor, contiguous or channels_last; float16, bfloat16, float32, float64 (our
+            kernels) or uint8 (PyTorch's).
         size: output (H, W), or one int for both.
         scale_factor: output / input ratio, a float or a pair. Exactly one of ``size`` and ``scale_factor``.
         align_corners: as in ``F.interpolate`` (``None`` means False).
         recompute_scale_factor: if True, the scale is recomputed from the floored output size, as in
             ``F.interpolate``; not allowed together with ``size``.
+        antialias: as in ``F.interpolate`` (PyTorch's anti-aliased bicubic kernel).
     """
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"input must be a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in _KERNEL_DTYPES + _PYTORCH_DTYPES:
+        names = ", ".join(str(t) for t in _KERNEL_DTYPES + _PYTORCH_DTYPES)
+        raise TypeError(f"input: unsupported dtype {input.dtype}; expected one of {names}")
+    if antialias or input.dtype in _PYTORCH_DTYPES:
+        return _pytorch_interpolate(input, size=size, scale_factor=scale_factor, mode="bicubic",
+                                    align_corners=align_corners, recompute_scale_factor=recompute_scale_factor,
+                                    antialias=antialias)
     if input.dim() != 4:
         raise ValueError(f"input must be a 4-D tensor (N, C, H, W) for bicubic mode, got {input.dim()}-D")
+    if any(isinstance(d, int) and d <= 0 for d in input.shape[2:]):
+        raise ValueError(f"input: H and W must be positive, got shape {list(input.shape)}")
     align = bool(align_corners) if align_corners is not None else False
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")

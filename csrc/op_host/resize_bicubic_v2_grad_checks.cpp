@@ -12,7 +12,7 @@ namespace {
 void check_dtype(const char* name, const TensorInfo& t) {
   if (t.dtype == DType::Unsupported) {
     fail(ErrorKind::Type, std::string(name) + ": unsupported dtype " + t.dtype_name +
-                              "; expected float16, bfloat16, float32 or float64");
+                              "; expected torch.float16, torch.bfloat16, torch.float32 or torch.float64");
   }
 }
 
