@@ -87,3 +87,21 @@ def test_twin_reports_bad_plans_as_errors(twin, tmp_path):
     r = subprocess.run([twin, "float32", "NCHW", "0", "0", "0", "8", "0", "0", "2", "3", "4", "4", "1", "3", "2",
                         "2", str(tmp_path / "grads.bin"), str(tmp_path / "y.bin")], capture_output=True, text=True)
     assert r.returncode == 1 and "rbg_twin:" in r.stderr
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_seed_aclnn_example_everywhere(twin, tmp_path, deterministic):
+    """The seed's aclnn example (examples/aclnn/): grads {1, 2, 3, 4.1} of shape (1, 1, 2, 2) -> (1, 1, 3, 3),
+    align_corners=True, scales 1.1, on the CPU op, the launch emulator and the twin, equal to PyTorch's CPU kernel
+    and to the values the example prints beside its own."""
+    g = torch.tensor([1.0, 2.0, 3.0, 4.1]).reshape(1, 1, 2, 2)
+    expected = torch.ops.aten.upsample_bicubic2d_backward(g, [2, 2], [1, 1, 3, 3], True, 1.1, 1.1)
+    assert torch.equal(expected.flatten(), torch.tensor([1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.1]))
+    cpu = torch.ops.cann.resize_bicubic_v2_grad(g, torch.empty(1, 1, 3, 3), True, [1.1, 1.1])
+    emulated, tiling = emulate_case(g, (3, 3), "NCHW", dict(align_corners=True, scales=(1.1, 1.1),
+                                                            deterministic=deterministic))
+    on_twin, (key, _, _) = run_twin(twin, tmp_path, g, (1, 1, 3, 3), "NCHW", align=True, scales=(1.1, 1.1),
+                                    deterministic=deterministic)
+    assert key == tiling.tiling_key == (20000 if deterministic else 10000)
+    for y in (cpu, emulated, on_twin):
+        assert torch.equal(y, expected)

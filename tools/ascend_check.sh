@@ -7,7 +7,8 @@
 #    kernel entry in Ascend C's CPU-debug mode (direct launch, all three dtypes; op-package entry for each
 #    DTYPE_GRADS), then the op package's host libraries (tiling and infershape adapters, graph proto, OpDef)
 #    built and checked by check_op_package.sh, with the host g++; then the op-host UTs (tests/op_host_ut) run
-#    under CANN's own op-host UT framework (op_host_ut.sh).
+#    under CANN's own op-host UT framework (op_host_ut.sh); CANN's opbuild runs on the OpDef first and its output is
+#    checked (check_opbuild.sh), and the package's aclnn library is built from it.
 #  - Else: one line saying what was skipped and why, exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,5 +56,6 @@ if [ -n "${fail:-}" ]; then
   exit 1
 fi
 echo "ascend-check: every kernel entry compiles against $S (CPU-debug mode, g++ $($CXX -dumpversion))"
+bash tools/check_opbuild.sh
 bash tools/check_op_package.sh
 bash tools/op_host_ut.sh

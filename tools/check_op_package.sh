@@ -5,13 +5,19 @@
 #  - the old C++ ABI (-D_GLIBCXX_USE_CXX11_ABI=0): no std::__cxx11 symbol anywhere;
 #  - hidden visibility: none of our own symbols (rbg::, optiling::, ops::) is exported;
 #  - the OpDef is in the opbuild library only, never in the tiling or proto library.
+#  - the aclnn library (libcust_opapi.so), built from what opbuild generated (check_opbuild.sh, build/opbuild/gen),
+#    exports exactly the two aclnn functions; Nnopbase* stay undefined (libnnopbase comes with a toolkit).
 # CANN's libraries are not linked (none here): their symbols stay undefined. Run by ascend_check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/ascend_sdk_env.sh
 skip_without_sdk "op-package check: skipped:"
 out=build/op_package_check
+gen=build/opbuild/gen
+opapi_args=()
+[ -f "$gen/aclnn_resize_bicubic_v2_grad.cpp" ] && opapi_args=(-DRBG_OPBUILD_GEN="$PWD/$gen")
 cmake -S csrc/npu/op_package -B "$out" -G Ninja -DRBG_ASCEND_SDK="$ASCEND_SDK" -DCMAKE_CXX_COMPILER="${CXX:-g++}" \
+  "${opapi_args[@]}" \
   > "$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
 cmake --build "$out" -j 2 > "$out.build.log" 2>&1 || { grep -E "error|warning" "$out.build.log" | head -30; exit 1; }
 fail=0
@@ -31,5 +37,18 @@ done
 check "libascend_all_ops.so: holds the OpDef" "grep -q 'ops::ResizeBicubicV2Grad' '$out/ascend_all_ops.all.txt'"
 check "libcust_opmaster_rt2.0.so: holds the tiling" "grep -q 'rbg::compute_tiling' '$out/cust_opmaster_rt2.0.all.txt'"
 check "libcust_opsproto_rt2.0.so: holds InferShape" "grep -q 'InferShapeResizeBicubicV2Grad' '$out/cust_opsproto_rt2.0.all.txt'"
+if [ ${#opapi_args[@]} -gt 0 ]; then
+  f="$out/libcust_opapi.so"
+  check "libcust_opapi.so: built from opbuild's aclnn_resize_bicubic_v2_grad.cpp" "[ -f '$f' ]"
+  nm -DC --defined-only "$f" | awk '$2 == "T" {print $3}' | sort > "$out/opapi.exported.txt"
+  printf '%s\n' aclnnResizeBicubicV2Grad aclnnResizeBicubicV2GradGetWorkspaceSize > "$out/opapi.expected.txt"
+  check "libcust_opapi.so: exports exactly the two aclnn functions" "diff -q '$out/opapi.expected.txt' '$out/opapi.exported.txt' >/dev/null"
+  nm -DC --undefined-only "$f" > "$out/opapi.undefined.txt"
+  check "libcust_opapi.so: Nnopbase* left to libnnopbase (undefined here)" "grep -q ' Nnopbase' '$out/opapi.undefined.txt'"
+  nm -C "$f" > "$out/opapi.all.txt"
+  check "libcust_opapi.so: old C++ ABI (no __cxx11 symbol)" "! grep -q __cxx11 '$out/opapi.all.txt'"
+else
+  echo "  skipped: libcust_opapi.so (no opbuild output in $gen: tools/check_opbuild.sh makes it)"
+fi
 [ "$fail" = 0 ] || { echo "op-package check: FAILED"; exit 1; }
 echo "op-package check: host libraries built with $(${CXX:-g++} -dumpversion | sed 's/^/g++ /') against $ASCEND_SDK (CANN libraries not linked)"
