@@ -115,6 +115,14 @@ class BuildWithNpu(BuildExtension.with_options(use_ninja=True)):
         subprocess.check_call(["cmake", "--build", build_dir, "-j"])
 
 
+# The emulated NPU device of torch_resize_bicubic.testing.emulated_npu, its own library (loaded by enable(), never by
+# `import torch_resize_bicubic`): PrivateUse1 on host memory, with the NPU glue of csrc/npu/ compiled a second time
+# against the emulated runtime seam, and the host tiling and launch emulator it runs the kernel bodies with.
+emulated_npu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "testing", "*.cpp"))
+                           + [os.path.join(ROOT, "csrc", "npu", "resize_bicubic_v2_grad_npu.cpp")]
+                           + glob.glob(os.path.join(ROOT, "csrc", "op_host", "*.cpp"))
+                           + glob.glob(os.path.join(ROOT, "csrc", "emulator", "*.cpp")))
+
 setup(
     ext_modules=[
         CppExtension(
@@ -124,7 +132,16 @@ setup(
             extra_compile_args={"cxx": cxx_flags},
             extra_link_args=link_flags,
             define_macros=define_macros,
-        )
+        ),
+        CppExtension(
+            "torch_resize_bicubic.testing._emulated_npu",
+            emulated_npu_sources,
+            include_dirs=[os.path.join(ROOT, "csrc")],
+            # hidden: its copies of the tiling and emulator never interpose on _C's
+            extra_compile_args={"cxx": cxx_flags + ["-fvisibility=hidden"]},
+            extra_link_args=link_flags,
+            define_macros=define_macros,
+        ),
     ],
     cmdclass={"build_ext": BuildWithNpu},
 )

@@ -29,9 +29,9 @@ struct LaunchState {
 
 // T and W are the element types the kernels see: plain, or Checked<> under the race check.
 template <typename T, typename W>
-void launch(const TilingResult& tiling, const T* grads, T* y, W* workspace, const EmulatorOptions& options) {
-  const uint8_t* data = static_cast<const uint8_t*>(tiling.data());
-  std::vector<int64_t> cores(static_cast<size_t>(tiling.block_dim));
+void launch(const KernelLaunch& k, const T* grads, T* y, W* workspace, const EmulatorOptions& options) {
+  const uint8_t* data = static_cast<const uint8_t*>(k.tiling_data);
+  std::vector<int64_t> cores(static_cast<size_t>(k.block_dim));
   std::iota(cores.begin(), cores.end(), int64_t{0});
   // Each phase runs on every core before the next one starts: that is what SyncAll guarantees.
   for (int phase = 0; phase < kernel::kMaxPhases; ++phase) {
@@ -39,28 +39,27 @@ void launch(const TilingResult& tiling, const T* grads, T* y, W* workspace, cons
     if (order_rng) std::shuffle(cores.begin(), cores.end(), *order_rng);
     for (int64_t block : cores) {
       current_core = block;
-      kernel::run_phase<T, W>(tiling.tiling_key, phase, block, data, grads, y, workspace);
+      kernel::run_phase<T, W>(k.tiling_key, phase, block, data, grads, y, workspace);
     }
   }
 }
 
 template <typename T>
-std::vector<CoreWork> run(const TilingResult& tiling, const at::Tensor& grads, at::Tensor& y, at::Tensor& workspace,
-                          const EmulatorOptions& options) {
-  const T* g = reinterpret_cast<const T*>(grads.const_data_ptr());
-  T* out = reinterpret_cast<T*>(y.mutable_data_ptr());
-  float* ws = workspace.numel() ? workspace.mutable_data_ptr<float>() : nullptr;
+std::vector<CoreWork> run(const KernelLaunch& k, const EmulatorOptions& options) {
+  const T* g = static_cast<const T*>(k.grads);
+  T* out = static_cast<T*>(k.y);
+  float* ws = k.workspace_numel ? k.workspace : nullptr;
   if (!options.check_races) {
     LaunchState state(nullptr, options);
-    launch<T, float>(tiling, g, out, ws, options);
+    launch<T, float>(k, g, out, ws, options);
     return {};
   }
-  MemoryChecker checker(tiling.block_dim);
-  checker.add_region("grads", g, grads.numel(), sizeof(T));
-  checker.add_region("y", out, y.numel(), sizeof(T));
-  if (ws) checker.add_region("workspace", ws, workspace.numel(), sizeof(float));
+  MemoryChecker checker(k.block_dim);
+  checker.add_region("grads", g, k.grads_numel, sizeof(T));
+  checker.add_region("y", out, k.y_numel, sizeof(T));
+  if (ws) checker.add_region("workspace", ws, k.workspace_numel, sizeof(float));
   LaunchState state(&checker, options);
-  launch<Checked<T>, Checked<float>>(tiling, reinterpret_cast<const Checked<T>*>(g), reinterpret_cast<Checked<T>*>(out),
+  launch<Checked<T>, Checked<float>>(k, reinterpret_cast<const Checked<T>*>(g), reinterpret_cast<Checked<T>*>(out),
                                      reinterpret_cast<Checked<float>*>(ws), options);
   return checker.work();
 }
@@ -76,18 +75,24 @@ Emulation emulate(const at::Tensor& grads_storage, const TilingInput& input, Til
   at::Tensor y = at::full(input.image_shape, std::numeric_limits<double>::quiet_NaN(), grads.options());
   at::Tensor workspace = at::full({tiling.workspace_size / static_cast<int64_t>(sizeof(float))},
                                   std::numeric_limits<float>::quiet_NaN(), grads.options().dtype(at::kFloat));
-  std::vector<CoreWork> work;
+  KernelLaunch k{tiling.tiling_key, tiling.block_dim, tiling.data(), grads.scalar_type(), grads.const_data_ptr(),
+                 grads.numel(), y.mutable_data_ptr(), y.numel(),
+                 workspace.numel() ? workspace.mutable_data_ptr<float>() : nullptr, workspace.numel()};
+  std::vector<CoreWork> work = run_kernel(k, options);
+  return {y, std::move(work)};
+}
+
+std::vector<CoreWork> run_kernel(const KernelLaunch& k, const EmulatorOptions& options) {
   try {
-    switch (grads.scalar_type()) {
-      case at::kFloat: work = run<float>(tiling, grads, y, workspace, options); break;
-      case at::kHalf: work = run<rbg_half>(tiling, grads, y, workspace, options); break;
-      case at::kBFloat16: work = run<rbg_bf16>(tiling, grads, y, workspace, options); break;
+    switch (k.dtype) {
+      case at::kFloat: return run<float>(k, options);
+      case at::kHalf: return run<rbg_half>(k, options);
+      case at::kBFloat16: return run<rbg_bf16>(k, options);
       default: TORCH_CHECK_TYPE(false, "grads: the NPU kernels support float16, bfloat16 and float32");
     }
   } catch (const std::runtime_error& e) {
     TORCH_CHECK(false, e.what());
   }
-  return {y, std::move(work)};
 }
 
 }  // namespace rbg::emu

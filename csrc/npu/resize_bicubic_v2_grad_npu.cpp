@@ -1,32 +1,23 @@
 // PrivateUse1 (NPU) implementations of the cann ops: shared validation, CANN's tiling on the host (core count
-// from the device, deterministic flag from PyTorch), tiling data and workspace as NPU tensors, launch on the
-// current NPU stream inside OpCommand::RunOpApiV2 so it is ordered with torch_npu's own ops.
-// Compiled only in a CANN + torch_npu build; CI compile-checks it against the torch_npu wheel's headers.
+// from the device, deterministic flag from PyTorch), tiling data and workspace as device tensors, launch on the
+// device's current stream. The device runtime is behind npu/npu_runtime.h: this file is compiled twice, into the
+// torch_npu build (_npu, with npu_runtime_torch_npu.cpp; CI compile-checks it against the torch_npu wheel's headers)
+// and into the emulated NPU device of torch_resize_bicubic.testing (csrc/testing/), which runs it.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include <cstring>
 
-#include "acl/acl.h"
+#include "npu/npu_runtime.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
-#include "op_kernel/resize_bicubic_v2_grad_launch.h"
 #include "resize_bicubic_v2_forward.h"
 #include "torch_checks.h"
-#include "torch_npu/csrc/core/npu/NPUStream.h"
-#include "torch_npu/csrc/framework/OpCommand.h"
 
 namespace rbg::npu {
 namespace {
 
 constexpr int64_t kUbSize950 = 262144;  // 256 KiB unified buffer per vector core on Ascend 950
 constexpr int64_t kUbBlockSize = 32;
-
-int64_t vector_core_num(c10::DeviceIndex device) {
-  int64_t cores = 0;
-  const aclError err = aclrtGetDeviceInfo(static_cast<uint32_t>(device), ACL_DEV_ATTR_VECTOR_CORE_NUM, &cores);
-  TORCH_CHECK(err == ACL_SUCCESS && cores > 0, "ResizeBicubicV2Grad: cannot read the vector core count (", err, ")");
-  return cores;
-}
 
 KernelDType kernel_dtype(at::ScalarType t) {
   switch (t) {
@@ -53,7 +44,7 @@ at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool alig
   in.grads_shape = storage(grads.size(2), grads.size(3));
   in.image_shape = storage(in_h, in_w);
   in.dtype = in.image_dtype = to_dtype(grads.scalar_type());
-  in.dtype_name = c10::toString(grads.scalar_type());
+  in.dtype_name = python_dtype_name(grads.scalar_type());
   in.data_format = nhwc ? "NHWC" : "NCHW";
   in.align_corners = align_corners;
   in.scales = {static_cast<float>(sh), static_cast<float>(sw)};
@@ -67,20 +58,15 @@ at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool alig
       at::empty({static_cast<int64_t>(tiling.data_size())}, at::TensorOptions().dtype(at::kByte));
   std::memcpy(host_tiling.data_ptr(), tiling.data(), tiling.data_size());
   at::Tensor dev_tiling = host_tiling.to(grads.device());
-  at::Tensor workspace = at::empty({std::max<int64_t>(1, tiling.workspace_size / 4)},
+  // Only the user workspace (the split-K partials, float): the direct launch needs no system part (see
+  // npu_runtime_torch_npu.cpp). None at all for the other plans.
+  at::Tensor workspace = at::empty({tiling.workspace_size / static_cast<int64_t>(sizeof(float))},
                                    grads.options().dtype(at::kFloat).memory_format(at::MemoryFormat::Contiguous));
 
-  const uint32_t block_dim = static_cast<uint32_t>(tiling.block_dim);
-  const int64_t key = tiling.tiling_key;
-  const KernelDType dtype = kernel_dtype(grads.scalar_type());
-  const void* g_ptr = grads.const_data_ptr();
-  void* y_ptr = out.data_ptr();
-  void* ws_ptr = workspace.data_ptr();
-  const void* t_ptr = dev_tiling.const_data_ptr();
-  auto stream = c10_npu::getCurrentNPUStream().stream(false);
-  at_npu::native::OpCommand::RunOpApiV2("ResizeBicubicV2Grad", [=]() -> int {
-    return launch_resize_bicubic_v2_grad(block_dim, stream, g_ptr, y_ptr, ws_ptr, t_ptr, key, dtype);
-  });
+  launch(KernelArgs{static_cast<uint32_t>(tiling.block_dim), tiling.tiling_key, kernel_dtype(grads.scalar_type()),
+                    grads.const_data_ptr(), out.data_ptr(),
+                    workspace.numel() ? workspace.data_ptr() : nullptr, workspace.nbytes(),
+                    dev_tiling.const_data_ptr()});
   return out;
 }
 
