@@ -23,6 +23,7 @@ if (( ${#missing[@]} )); then
 fi
 O=build/opbuild
 src=$(cd "$(cann_sources)" && pwd)
+mkdir -p "$O"
 if ! make -s -j2 -f "$ASCEND_SDK/opbuild/Makefile" S="$src" O="$O" \
     OPDEF_SRCS="csrc/op_host/cann/resize_bicubic_v2_grad_def.cpp" GEN_ENV="OPS_PRODUCT_NAME=ascend950" \
     gen json aclnn-compile > "$O.log" 2>&1; then

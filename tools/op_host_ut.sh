@@ -24,6 +24,7 @@ fi
 
 O=build/ophost-ut
 src=$(cann_sources)
+mkdir -p "$O"
 
 # The framework's Makefile tracks each object's own source only: objects older than a header they include go.
 newest_header=$(ls -t csrc/op_host/*.h csrc/common/*.h tests/op_host_ut/*.h | head -n 1)

@@ -35,7 +35,10 @@ def _device_module() -> types.ModuleType:
     module.synchronize = lambda device=None: None
     module.is_initialized = lambda: True
     module._is_in_bad_fork = lambda: False
-    module.manual_seed_all = lambda seed: None  # random numbers come from the CPU generator (CPU fallback)
+    # Random numbers on the device come from the CPU generator (through the CPU fallback): its state is theirs.
+    module.manual_seed = module.manual_seed_all = lambda seed: None
+    module.get_rng_state = lambda device="npu": torch.get_rng_state()
+    module.set_rng_state = lambda new_state, device="npu": None
     return module
 
 
