@@ -128,4 +128,19 @@ RBG_FUNC AxisTaps<acc_t> axis_taps(acc_t scale, int64_t dst, int64_t in, bool al
   return taps;
 }
 
+// The same taps, with the four weights evaluated in double and rounded once to acc_t: the same index and t as
+// axis_taps (so the same source positions as PyTorch), without the float cancellation of the w0/w3 polynomials
+// (up to ~10 ulp in float32). For the CPU's host-side weight tables; the NPU kernels keep axis_taps, CANN's
+// float32 formula (this template is never instantiated in device code).
+template <typename acc_t>
+inline AxisTaps<acc_t> axis_taps_rounded_once(acc_t scale, int64_t dst, int64_t in, bool align_corners) {
+  AxisTaps<acc_t> taps;
+  acc_t t;
+  index_and_lambda<acc_t>(source_index<acc_t>(scale, dst, align_corners), in, taps.i0, t);
+  double w[4];
+  cubic_coefficients<double>(w, static_cast<double>(t));
+  for (int k = 0; k < 4; ++k) taps.w[k] = static_cast<acc_t>(w[k]);
+  return taps;
+}
+
 }  // namespace rbg

@@ -45,7 +45,13 @@ struct AxisMap {
         scale(area_pixel_scale<math_t>(in_, out_, align, user_scale)) {
     regular_end = first_true(0, out, [&](int64_t o) { return taps(o).i0 == kIndexOverflow; });
   }
-  AxisTaps<math_t> taps(int64_t o) const { return axis_taps<math_t>(scale, o, in, align_corners); }
+  // Every CPU path takes its taps from here. The forward's weights are evaluated in double and rounded once
+  // (bicubic_math.h: no float cancellation in w0/w3, so the forward is at least as accurate as PyTorch's); the
+  // gradient keeps the float formula, whose contract is PyTorch's backward up to summation order.
+  AxisTaps<math_t> taps(int64_t o) const {
+    return dir == Direction::Forward ? axis_taps_rounded_once<math_t>(scale, o, in, align_corners)
+                                     : axis_taps<math_t>(scale, o, in, align_corners);
+  }
   int64_t tap(const AxisTaps<math_t>& t, int k) const {
     return dir == Direction::Forward ? clamp_tap(t.i0, k, in) : clamp_grad_tap(t.i0, k, in);
   }
