@@ -218,3 +218,14 @@ def assert_within_atomic_order_bound(y, g, hw, fmt, dtype):
     eps = torch.finfo(dtype).eps
     bound = (adds + 1) * eps * magnitude_of_terms(g.double(), hw, False, (None, None))
     assert ((y.double() - ref).abs() <= bound).all()
+
+
+# The cases a device run covers (tests/test_npu.py on an NPU, tests/test_emulated_npu.py on the emulated device),
+# 64 vector cores: (grads shape, image H W, deterministic, expected key).
+NPU_DEVICE_CASES = [
+    ((2, 3, 9, 11), (9, 11), False, 30000),       # same size: AllCopy
+    ((2, 3, 9, 11), (5, 6), False, 20000),        # image smaller than grads: SimtDetermine gather
+    ((2, 3, 6, 7), (13, 16), False, 10000),       # image larger, not deterministic: Simt atomic scatter
+    ((2, 3, 6, 7), (13, 16), True, 20000),        # the same, deterministic: gather
+    ((1, 1, 4096, 3), (2, 2), True, 20002),       # few outputs, tall grads: split-K
+]

@@ -10,20 +10,13 @@ import pytest
 import torch
 
 import torch_resize_bicubic as trb
-from helpers import assert_matches_reference, assert_within_atomic_order_bound
+from helpers import NPU_DEVICE_CASES, assert_matches_reference, assert_within_atomic_order_bound
 from torch_resize_bicubic.testing import emulated_npu
 
 emulated_npu.enable(core_num=64)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# (grads shape, image H W, deterministic, expected key): tests/test_npu.py's cases (64 vector cores).
-CASES = [
-    ((2, 3, 9, 11), (9, 11), False, 30000),       # same size: AllCopy
-    ((2, 3, 9, 11), (5, 6), False, 20000),        # image smaller than grads: SimtDetermine gather
-    ((2, 3, 6, 7), (13, 16), False, 10000),       # image larger, not deterministic: Simt atomic scatter
-    ((2, 3, 6, 7), (13, 16), True, 20000),        # the same, deterministic: gather
-    ((1, 1, 4096, 3), (2, 2), True, 20002),       # few outputs, tall grads: split-K
-]
+CASES = NPU_DEVICE_CASES  # tests/test_npu.py's cases
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from helpers import aten_backward, assert_matches_reference, magnitude_of_terms
+from helpers import NPU_DEVICE_CASES, aten_backward, assert_matches_reference, magnitude_of_terms
 
 
 def _npu_available():
@@ -31,14 +31,7 @@ pytestmark = pytest.mark.skipif(not ok, reason=why)
 
 import torch_resize_bicubic as trb  # noqa: E402
 
-# (grads shape, image H W, deterministic, expected key)
-CASES = [
-    ((2, 3, 9, 11), (9, 11), False, 30000),       # same size: AllCopy
-    ((2, 3, 9, 11), (5, 6), False, 20000),        # image smaller than grads: SimtDetermine gather
-    ((2, 3, 6, 7), (13, 16), False, 10000),       # image larger, not deterministic: Simt atomic scatter
-    ((2, 3, 6, 7), (13, 16), True, 20000),        # the same, deterministic: gather
-    ((1, 1, 4096, 3), (2, 2), True, 20002),       # few outputs, tall grads: split-K
-]
+CASES = NPU_DEVICE_CASES
 
 
 def _atomic_bound(g, image_hw):

@@ -150,6 +150,7 @@ _marker.define("_aten_override_on(Tensor(a) x) -> Tensor(a)")
 # A view of its input: free, and decomposed before Inductor; it exists only to make the traced graph differ.
 _marker.impl("_aten_override_on", lambda x: torch.ops.aten.alias(x), "CompositeImplicitAutograd")
 
+
 def _interpolate_following_the_switch(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                                       recompute_scale_factor=None, antialias=False):
     out = _pytorch_interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
