@@ -13,6 +13,7 @@ package under another torch version fails with a message that says how to rebuil
 """
 import glob
 import os
+import re
 import sys
 
 import torch
@@ -54,13 +55,16 @@ sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "op_host", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "emulator", "*.cpp")))
+# torch 2.14's headers need C++20 (std::strong_ordering, requires-clauses); 2.13's build as C++17, as tested.
+_torch_release = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+cxx_std = "-std=c++20" if _torch_release >= (2, 14) else "-std=c++17"
 # -g0 overrides the -g that Python's own CFLAGS add: a release build carries no debug info (~1 MB, not ~19 MB).
-cxx_flags = ["-O3", "-std=c++17", "-ffp-contract=off", "-fopenmp", "-Wall", "-Wno-unknown-pragmas",
+cxx_flags = ["-O3", cxx_std, "-ffp-contract=off", "-fopenmp", "-Wall", "-Wno-unknown-pragmas",
              "-g" if os.environ.get("RBG_DEBUG") else "-g0"]
 link_flags = ["-fopenmp"] if os.environ.get("RBG_DEBUG") else ["-fopenmp", "-s"]
 define_macros = []
 if os.environ.get("RBG_SANITIZE"):
-    cxx_flags = ["-O1", "-g", "-std=c++17", "-ffp-contract=off", "-fopenmp", "-fno-omit-frame-pointer",
+    cxx_flags = ["-O1", "-g", cxx_std, "-ffp-contract=off", "-fopenmp", "-fno-omit-frame-pointer",
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-DRBG_NO_MULTIVERSION"]
     link_flags = ["-fopenmp", "-fsanitize=address,undefined"]
 
