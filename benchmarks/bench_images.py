@@ -1,0 +1,111 @@
+"""The forward resize on float32 HWC images, side by side in one process with OpenCV's
+cv2.resize(INTER_CUBIC) (the same function as F.interpolate(mode="bicubic", align_corners=False): a = -0.75,
+half-pixel centres, replicated borders) and PyTorch's own kernel.
+
+Values are checked first (max |ours - OpenCV| and |ours - PyTorch|), then each side is timed in interleaved rounds
+with fresh outputs on every side, as a user gets them (OpenCV allocates through numpy; ours and PyTorch's through
+torch): medians of the rounds, 2 threads each (torch.set_num_threads(2), cv2.setNumThreads(2)).
+Our input is the image as torch sees it from numpy, torch.from_numpy(hwc).permute(2, 0, 1)[None] (channels_last
+memory, but stride(0) = C, so PyTorch's suggest_memory_format calls it contiguous), and the output is taken in the
+channels_last layout that an HWC result needs. --input canonical gives the same memory the strides of a dense
+channels_last tensor (a zero-copy as_strided view: a size-1 N may carry any stride), as issue #20's canonical
+strides would see it.
+
+opencv-python-headless is an optional benchmark dependency (pip install opencv-python-headless), never a runtime one.
+
+    python benchmarks/bench_images.py [--repeats 15]
+"""
+import argparse
+import math
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import torch_resize_bicubic  # noqa: F401  (torch.ops.cann)
+
+# (name, H, W, C, out H, out W)
+CASES = [
+    ("1080p gray -> 4K", 1080, 1920, 1, 2160, 3840),
+    ("1080p RGB -> 4K", 1080, 1920, 3, 2160, 3840),
+    ("4K RGB -> 1080p", 2160, 3840, 3, 1080, 1920),
+    ("720p RGBA -> 1080p", 720, 1280, 4, 1080, 1920),
+    ("1080p RGB -> 0.7x", 1080, 1920, 3, 756, 1344),
+    ("crop 256 RGB -> 2x", 256, 256, 3, 512, 512),
+    ("crop 300 gray -> 1.37x", 300, 300, 1, 411, 411),
+    ("feature map 64ch 128 -> 2x", 128, 128, 64, 256, 256),
+]
+
+
+def ours_fn(x, oh, ow):
+    def run():
+        y = torch.ops.cann.resize_bicubic_v2(x, [oh, ow], False, [0.0, 0.0])
+        return y if y.is_contiguous(memory_format=torch.channels_last) else y.contiguous(
+            memory_format=torch.channels_last)
+    return run
+
+
+def pytorch_fn(x, oh, ow):
+    def run():
+        y = F.interpolate(x, size=(oh, ow), mode="bicubic", align_corners=False)
+        return y if y.is_contiguous(memory_format=torch.channels_last) else y.contiguous(
+            memory_format=torch.channels_last)
+    return run
+
+
+def opencv_fn(cv2, img, oh, ow):
+    return lambda: cv2.resize(img, (ow, oh), interpolation=cv2.INTER_CUBIC)
+
+
+def interleaved_medians(fns, repeats, warmup=3):
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) * 1e3 for t in times]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--input", choices=["view", "canonical"], default="view")
+    args = parser.parse_args()
+    import cv2
+
+    torch.set_num_threads(2)
+    cv2.setNumThreads(2)
+    print(f"torch {torch.__version__}, OpenCV {cv2.__version__}, 2 threads, medians of {args.repeats} "
+          f"interleaved rounds, fresh outputs, input: {args.input}\n")
+    print("| case | max diff vs OpenCV | vs PyTorch | ours ms | OpenCV ms | PyTorch ms | vs OpenCV | vs PyTorch |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios_cv, ratios_pt = [], []
+    for name, h, w, c, oh, ow in CASES:
+        img = np.random.default_rng(0).random((h, w, c), dtype=np.float32)
+        x = torch.from_numpy(img).permute(2, 0, 1)[None]
+        if args.input == "canonical":
+            x = x.as_strided(x.shape, (h * w * c, 1, w * c, c))
+        ours, theirs_cv, theirs_pt = ours_fn(x, oh, ow), opencv_fn(cv2, img, oh, ow), pytorch_fn(x, oh, ow)
+        y = ours()[0].permute(1, 2, 0).numpy()
+        ref_cv = theirs_cv()
+        ref_cv = ref_cv[..., None] if ref_cv.ndim == 2 else ref_cv
+        d_cv = float(np.abs(y - ref_cv).max())
+        d_pt = float((ours() - theirs_pt()).abs().max())
+        t_ours, t_cv, t_pt = interleaved_medians([ours, theirs_cv, theirs_pt], args.repeats)
+        ratios_cv.append(t_cv / t_ours)
+        ratios_pt.append(t_pt / t_ours)
+        print(f"| {name} | {d_cv:.1e} | {d_pt:.1e} | {t_ours:.2f} | {t_cv:.2f} | {t_pt:.2f} | "
+              f"{t_cv / t_ours:.2f}x | {t_pt / t_ours:.1f}x |")
+    geo = lambda r: math.exp(sum(map(math.log, r)) / len(r))  # noqa: E731
+    print(f"\ngeometric mean: {geo(ratios_cv):.2f}x OpenCV (min {min(ratios_cv):.2f}x), "
+          f"{geo(ratios_pt):.1f}x PyTorch (min {min(ratios_pt):.1f}x)")
+
+
+if __name__ == "__main__":
+    main()
