@@ -158,7 +158,7 @@ def save_figure(path, runs, stats, sample, passes):
         ax.plot(range(len(per_pass)), per_pass, style, label=run.name)
     ax.set_xlabel(f"pass over the {passes} training batches")
     ax.set_ylabel("mean MSE loss")
-    ax.set_title("the same losses (lockstep training)", fontsize=10)
+    ax.set_title("the two runs' losses (lockstep training; rounding differences grow slowly)", fontsize=10)
     ax.legend()
 
     ax = fig.add_subplot(grid[0, 2:])
