@@ -7,6 +7,7 @@
 
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
+#include "cpu/bicubic_resampler.h"
 #include "emulator/npu_emulator.h"
 #include "torch_checks.h"
 
@@ -56,6 +57,9 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(type, e.what());
     }
   });
+  m.def("_cpu_plan", &rbg::cpu::describe_plan, py::arg("src"), py::arg("dst_h"), py::arg("dst_w"),
+        py::arg("forward"), py::arg("align_corners") = false, py::arg("scale_h") = 0.0, py::arg("scale_w") = 0.0,
+        "The CPU engine's plan for resampling src to (dst_h, dst_w), in one line, without running it");
   m.def(
       "check_resize_bicubic_v2_grad",
       [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,

@@ -22,8 +22,10 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -622,94 +624,174 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 576 KiB), shared.
 // No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
 
+// What the fast path will do for one call, decided before any thread starts: pure data, built by plan_fast() from
+// the shapes, strides, dtype, direction and ISA, and executed by fast_engine(). describe() is its one-line form
+// (RBG_CPU_PLAN=1 prints it for every call; torch_resize_bicubic._C._cpu_plan returns it).
+enum class WPass { Permute, Fused4, Gather, Transposed };
+
+struct WChunk {
+  int64_t i0, i1, o0, o1;
+};
+
+struct FastPlan {
+  // The transposed W pass runs over chunks of kChunkOut outputs, each transposing only the source positions its
+  // taps reach, so its blocks stay small however wide a row is. It needs a group of rows at once, though, so rows
+  // wider than kMaxGroupRow floats, and extreme W reductions (one chunk reaching more than kMaxChunkSpan
+  // positions), take the untransposed pass instead: the same sums in the same order, one row at a time.
+  static constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
+  // The forward's W-first gather keeps the W-pass results of all the block's source rows; with ordinary scales
+  // that is at most the block's rows plus the taps' reach, and anything wider scatters instead.
+  static constexpr int64_t kForwardSpanSlack = 8;
+
+  bool forward = false;
+  bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
+  WPass w_pass = WPass::Gather;
+  int64_t cl = 1, units = 0;     // interleaved channels per row (channels_last: C, else 1); planes or images
+  int64_t in_row = 0, out_row = 0;
+  int64_t group = 1;             // rows per W-pass step
+  bool contiguous_row = false;   // input rows are contiguous elements (read as they are)
+  bool read_in_place = false;    // ... and already in the accumulation type
+  bool staged = false;           // output rows built in a float buffer, then written in one sweep
+  bool stream_out = false;       // non-temporal stores of the final rows
+  int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
+  std::vector<WChunk> chunks;    // the transposed W pass's output chunks
+  int64_t max_span = 0;
+  // Per-thread scratch, in elements of the accumulation type.
+  int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0;
+#ifdef RBG_X86_FAST
+  x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
+#endif
+
+  std::string describe() const {
+    static const char* kW[] = {"permute", "fused4", "gather", "transposed"};
+    std::string s = std::string(forward ? "forward" : "backward") + " fast: " + (h_first ? "H first" : "W first") +
+                    ", W pass " + kW[static_cast<int>(w_pass)] + ", " + std::to_string(units) + " units x " +
+                    std::to_string(blocks) + " tasks of " + std::to_string(rows) + " rows, group " +
+                    std::to_string(group) + ", cl " + std::to_string(cl);
+    if (read_in_place) s += ", reads in place";
+    else if (contiguous_row) s += ", widens rows";
+    else s += ", gathers strided rows";
+    if (staged) s += ", staged";
+    if (stream_out) s += ", streaming stores";
+    return s;
+  }
+};
+
 template <typename scalar_t, typename acc_t>
-void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                 const AxisCsr<acc_t>& table, const AxisCsr<acc_t>* h_direct, bool channels_last) {
+FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
+                   const AxisCsr<acc_t>& table, bool channels_last) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
   const int64_t DH = dst.size(2), DW = dst.size(3);
-  const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
-  const int64_t cl = channels_last ? C : 1;
-  const int64_t units = channels_last ? N : N * C;
-  const int64_t in_row = SW * cl, out_row = DW * cl;  // elements per row of the input / of the output
-  // The transposed W pass runs over chunks of kChunkOut outputs, each transposing only the source positions
-  // its taps reach, so its blocks stay small however wide a row is. It needs a group of rows at once,
-  // though, so rows wider than kMaxGroupRow floats, and extreme W reductions (one chunk reaching more
-  // than kMaxChunkSpan positions), take the untransposed pass instead: the same sums in the same order,
-  // one row at a time.
-  constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
-  constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
-  // The forward's W-first gather keeps the W-pass results of all the block's source rows; with ordinary
-  // scales that is at most the block's rows plus the taps' reach, and anything wider scatters instead.
-  constexpr int64_t kForwardSpanSlack = 8;
-  constexpr int64_t kRingRows = 8;  // widened input rows kept by the forward's H-first gather
-  struct WChunk {
-    int64_t i0, i1, o0, o1;
-  };
-  std::vector<WChunk> chunks;
-  int64_t max_span = 0;
-  for (int64_t i0 = 0; i0 < DW; i0 += kChunkOut) {
-    WChunk c{i0, std::min(DW, i0 + kChunkOut), 0, 0};
+  const int64_t sc = src.stride(1), sw = src.stride(3);
+  FastPlan p;
+  p.forward = th.forward();
+  p.cl = channels_last ? C : 1;
+  p.units = channels_last ? N : N * C;
+  p.in_row = SW * p.cl;
+  p.out_row = DW * p.cl;
+  for (int64_t i0 = 0; i0 < DW; i0 += FastPlan::kChunkOut) {
+    WChunk c{i0, std::min(DW, i0 + FastPlan::kChunkOut), 0, 0};
     tw.sources(c.i0, c.i1, c.o0, c.o1);
-    max_span = std::max(max_span, c.o1 - c.o0);
-    chunks.push_back(c);
+    p.max_span = std::max(p.max_span, c.o1 - c.o0);
+    p.chunks.push_back(c);
   }
-  // Float rows of the forward with fewer than L interleaved channels take the permute W pass where the CPU
-  // has AVX2 (same bits, no transposes; measured 1.2-1.8x faster than the transposed pass for 2-12 channels).
+  const int64_t cl = p.cl;
+  // Float rows of the forward with fewer than L interleaved channels take the permute W pass where the CPU has
+  // AVX2 (same bits, no transposes; measured 1.2-1.8x faster than the transposed pass for 2-12 channels).
   bool permute = false;
 #ifdef RBG_X86_FAST
-  x86::PermutePlan plan;
   if constexpr (std::is_same_v<acc_t, float>) {
-    // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the
-    // plan within 576 KiB.
-    if (tw.forward() && cl < L && std::max(SW, DW) * cl <= kMaxGroupRow && x86::has_avx2())
-      permute = build_permute_plan(table, DW, SW, cl, plan);
+    // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the plan
+    // within 576 KiB.
+    if (tw.forward() && cl < L && std::max(SW, DW) * cl <= FastPlan::kMaxGroupRow && x86::has_avx2())
+      permute = build_permute_plan(table, DW, SW, cl, p.permute);
   }
+#else
+  (void)table;
 #endif
-  const bool transposed =
-      !permute && cl < L && max_span <= kMaxChunkSpan && (L / cl) * std::max(SW, DW) * cl <= L * kMaxGroupRow;
-  const bool h_first = DH <= SH;
-  // Rows per W-pass step: a transposed block's lines; the permute pass takes the W-first forward's source
-  // rows 16 at a time, and needs no grouping after an H pass.
-  const int64_t group = transposed ? L / cl : (permute && !h_first) ? L : 1;
-  const bool contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
-  const bool read_in_place = direct && contiguous_row;  // W-first reads float input rows where they are
-  // Output rows are built in a float buffer and written out in one sequential sweep when they need
-  // narrowing, or when the transposed W pass would otherwise scatter tile stores across fresh output rows.
-  const bool staged = !direct || (h_first && transposed);
-  const scalar_t* s = src.const_data_ptr<scalar_t>();
-  scalar_t* y = dst.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
-  // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward
-  // (no read-for-ownership of every line), where each row is whole 64-byte lines.
-  bool stream_out = false;
+  const bool transposed = !permute && cl < L && p.max_span <= FastPlan::kMaxChunkSpan &&
+                          (L / cl) * std::max(SW, DW) * cl <= L * FastPlan::kMaxGroupRow;
+  // The forward has exactly four taps per position: with at least 8 channels, one fused pass over them, in
+  // PyTorch's order, instead of four read-modify-write sweeps.
+  p.w_pass = permute ? WPass::Permute
+             : transposed ? WPass::Transposed
+             : (tw.forward() && cl >= 8) ? WPass::Fused4
+                                         : WPass::Gather;
+  p.h_first = DH <= SH;
+  // Rows per W-pass step: a transposed block's lines; the permute pass takes the W-first forward's source rows 16
+  // at a time, and needs no grouping after an H pass.
+  p.group = transposed ? L / cl : (permute && !p.h_first) ? L : 1;
+  p.contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
+  p.read_in_place = direct && p.contiguous_row;  // W-first reads float input rows where they are
+  // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing, or
+  // when the transposed W pass would otherwise scatter tile stores across fresh output rows.
+  p.staged = !direct || (p.h_first && transposed);
+  // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward (no
+  // read-for-ownership of every line), where each row is whole 64-byte lines.
 #ifdef RBG_X86_FAST
   if constexpr (direct && std::is_same_v<acc_t, float>)
-    stream_out = !staged && x86::has_avx2() && out_row % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 64 == 0 &&
-                 dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
+    p.stream_out = !p.staged && x86::has_avx2() && p.out_row % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0 &&
+                   dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
 #endif
+  int64_t rows = rows_per_task(p.units, DH);
+  const int64_t widest = std::max(p.in_row, p.out_row) * static_cast<int64_t>(sizeof(acc_t));
+  rows = std::min(rows, std::max<int64_t>(p.group, (int64_t{256} << 10) / widest));
+  // The permute W pass reads S straight after the H pass wrote it: keep the task's S within 64 KiB (measured ~15%
+  // faster on 1080p NCHW rows than 256 KiB), but give it at least 8 rows, over which each block of the pass spreads
+  // its setup (~20% faster on 1080p rows of 3 interleaved channels than 2 rows).
+  if (permute && p.h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
+  p.rows = std::min(DH, (rows + p.group - 1) / p.group * p.group);
+  p.blocks = (DH + p.rows - 1) / p.rows;
+  // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
+  // for the forward's gather).
+  p.mid = p.h_first ? p.rows * p.in_row
+          : th.forward() ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
+                         : p.group * p.out_row;
+  p.gbuf = p.read_in_place ? 0 : (p.h_first ? 1 : p.group) * p.in_row;
+  p.lanes_in = transposed ? p.max_span * L : 0;
+  p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
+  p.obuf = p.staged ? p.rows * p.out_row : 0;
+  return p;
+}
 
-  int64_t rows = rows_per_task(units, DH);
-  const int64_t widest = std::max(in_row, out_row) * static_cast<int64_t>(sizeof(acc_t));
-  rows = std::min(rows, std::max<int64_t>(group, (int64_t{256} << 10) / widest));
-  // The permute W pass reads S straight after the H pass wrote it: keep the task's S within 64 KiB (measured
-  // ~15% faster on 1080p NCHW rows than 256 KiB), but give it at least 8 rows, over which each block of the
-  // pass spreads its setup (~20% faster on 1080p rows of 3 interleaved channels than 2 rows).
-  if (permute && h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
-  rows = std::min(DH, (rows + group - 1) / group * group);
-  const int64_t blocks = (DH + rows - 1) / rows;
+bool print_plans() {
+  static const bool yes = std::getenv("RBG_CPU_PLAN") != nullptr;
+  return yes;
+}
+
+template <typename scalar_t, typename acc_t>
+void fast_engine(const FastPlan& plan, const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th,
+                 const AxisOp<acc_t>& tw, const AxisCsr<acc_t>& table, const AxisCsr<acc_t>* h_direct,
+                 bool channels_last) {
+  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
+  const int64_t C = src.size(1);
+  const int64_t DH = dst.size(2), DW = dst.size(3);
+  const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
+  const int64_t cl = plan.cl, units = plan.units, in_row = plan.in_row, out_row = plan.out_row;
+  const int64_t group = plan.group, rows = plan.rows, blocks = plan.blocks;
+  const bool h_first = plan.h_first, contiguous_row = plan.contiguous_row, read_in_place = plan.read_in_place;
+  const bool staged = plan.staged, stream_out = plan.stream_out;
+  const bool permute = plan.w_pass == WPass::Permute, transposed = plan.w_pass == WPass::Transposed;
+  const std::vector<WChunk>& chunks = plan.chunks;
+  constexpr int64_t kChunkOut = FastPlan::kChunkOut, kForwardSpanSlack = FastPlan::kForwardSpanSlack;
+  constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
+  constexpr int64_t kRingRows = 8;  // widened input rows kept by the forward's H-first gather
+  (void)permute;  // read only by the AVX2 build's permute W pass
+  const scalar_t* s = src.const_data_ptr<scalar_t>();
+  scalar_t* y = dst.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
 
   at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch<acc_t>& scratch = Scratch<acc_t>::local();
     // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source
     // rows for the forward's gather).
-    acc_t* const mid = sized(scratch.mid, h_first                  ? rows * in_row
-                                          : th.forward() ? (rows + kForwardSpanSlack) * out_row
-                                                         : group * out_row);
-    acc_t* const gbuf = sized(scratch.gbuf, read_in_place ? 0 : (h_first ? 1 : group) * in_row);
-    acc_t* const lanes_in = sized(scratch.lanes_in, transposed ? max_span * L : 0);
-    acc_t* const lanes_out = sized(scratch.lanes_out, transposed ? kChunkOut * L : 0);
-    acc_t* const obuf = sized(scratch.obuf, staged ? rows * out_row : 0);
+    acc_t* const mid = sized(scratch.mid, plan.mid);
+    acc_t* const gbuf = sized(scratch.gbuf, plan.gbuf);
+    acc_t* const lanes_in = sized(scratch.lanes_in, plan.lanes_in);
+    acc_t* const lanes_out = sized(scratch.lanes_out, plan.lanes_out);
+    acc_t* const obuf = sized(scratch.obuf, plan.obuf);
 
     // Elements [e0, e0 + len) of an input row (element e = x * cl + c) as contiguous floats, in place when
     // they already are.
@@ -742,7 +824,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
             bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
-                                      std::min(kPermuteRows, n - r0), plan, pad) || bad;
+                                      std::min(kPermuteRows, n - r0), plan.permute, pad) || bad;
           if (final) {
             tested = true;
             nonfinite = nonfinite || bad;
@@ -752,9 +834,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
       }
 #endif
       (void)final;
-      if (!transposed && tw.forward() && cl >= 8) {
-        // The forward has exactly four taps per position: one fused pass over the channels, in PyTorch's
-        // order, instead of four read-modify-write sweeps.
+      if (plan.w_pass == WPass::Fused4) {
         for (int64_t r = 0; r < n; ++r) {
           const acc_t* row = in + r * in_stride;
           for (int64_t i = 0; i < DW; ++i) {
@@ -766,7 +846,7 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
         }
         return;
       }
-      if (!transposed) {
+      if (plan.w_pass == WPass::Gather) {
         for (int64_t r = 0; r < n; ++r)
           w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.col.data(),
                                  table.w.data(), DW);
@@ -955,8 +1035,9 @@ void fast_engine(const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th
 // ---- entry -----------------------------------------------------------------------------------------------
 
 // src (N, C, SH, SW) -> dst (N, C, DH, DW) along `dir`; the resize itself has input `in_*`, output `out_*`.
+// With `describe_only`, plans the call and writes the plan's one-line description there instead of running it.
 at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Direction dir, bool align_corners,
-                    double scale_h, double scale_w) {
+                    double scale_h, double scale_w, std::string* describe_only = nullptr) {
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
   const auto fmt = output_memory_format(src);
   const bool channels_last = fmt == at::MemoryFormat::ChannelsLast;
@@ -983,9 +1064,22 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
       const AxisCsr<acc_t> h_csr =
           !h_table ? AxisCsr<acc_t>() : forward ? th_probe.gather_csr() : th_probe.scatter_csr();
       const AxisOp<acc_t> th(mh, h_table && !forward ? &h_csr : nullptr);
-      fast_engine<scalar_t, acc_t>(src, dst, th, tw_probe, tw_probe.gather_csr(),
-                                   h_table && forward ? &h_csr : nullptr, channels_last);
+      const AxisCsr<acc_t> table = tw_probe.gather_csr();
+      const FastPlan plan = plan_fast<scalar_t, acc_t>(src, dst, th, tw_probe, table, channels_last);
+      if (print_plans()) std::fprintf(stderr, "[rbg cpu plan] %s\n", plan.describe().c_str());
+      if (describe_only) {
+        *describe_only = plan.describe();
+        return;
+      }
+      fast_engine<scalar_t, acc_t>(plan, src, dst, th, tw_probe, table, h_table && forward ? &h_csr : nullptr,
+                                   channels_last);
     } else {
+      const std::string what = std::string(forward ? "forward" : "backward") + " streaming (tiles of taps on the fly)";
+      if (print_plans()) std::fprintf(stderr, "[rbg cpu plan] %s\n", what.c_str());
+      if (describe_only) {
+        *describe_only = what;
+        return;
+      }
       stream_engine<scalar_t, acc_t>(src, dst, mh, mw, channels_last);
     }
   });
@@ -1012,6 +1106,14 @@ at::Tensor resize_bicubic_v2_grad_adjoint(const at::Tensor& grads, int64_t in_h,
 at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t out_w, bool align_corners,
                              double scale_h, double scale_w) {
   return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
+}
+
+std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, bool forward, bool align_corners,
+                          double scale_h, double scale_w) {
+  std::string what;
+  resample(src, dst_h, dst_w, forward ? Direction::Forward : Direction::Backward, align_corners, scale_h, scale_w,
+           &what);
+  return what;
 }
 
 }  // namespace rbg::cpu

@@ -5,6 +5,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
+
 namespace rbg::cpu {
 
 // grads (N, C, OH, OW) -> gradient of the original image (N, C, in_h, in_w), docs/design.md §2 semantics, including
@@ -20,5 +22,10 @@ at::Tensor resize_bicubic_v2_grad_adjoint(const at::Tensor& grads, int64_t in_h,
 // The bicubic resize images (N, C, H, W) -> (N, C, out_h, out_w), aten::upsample_bicubic2d semantics.
 at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t out_w, bool align_corners,
                              double scale_h, double scale_w);
+
+// The one-line plan of resampling src (N, C, H, W) to (dst_h, dst_w), as the call would run it (pass order, W pass,
+// task split, staging, stores; or the streaming path), without running it. RBG_CPU_PLAN=1 prints it for every call.
+std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, bool forward, bool align_corners,
+                          double scale_h, double scale_w);
 
 }  // namespace rbg::cpu

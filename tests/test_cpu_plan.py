@@ -1,0 +1,52 @@
+"""The CPU engine's plan (csrc/cpu/bicubic_resampler.cpp, FastPlan): decided before any thread starts, inspectable
+as one line (torch_resize_bicubic._C._cpu_plan, or RBG_CPU_PLAN=1 for every call), and what runs."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from torch_resize_bicubic import _C
+
+CL = torch.channels_last
+
+
+@pytest.mark.parametrize("shape, fmt, size, forward, expected", [
+    # 1080p RGB halved, channels_last: rows first (H first), the AVX2 permute W pass on 3 interleaved channels.
+    ((1, 3, 1080, 1920), CL, (540, 960), True, ["H first", "cl 3", "reads in place"]),
+    # NCHW planes doubled: W first, 3 planes.
+    ((1, 3, 108, 192), torch.contiguous_format, (216, 384), True, ["W first", "3 units", "cl 1"]),
+    # Many channels interleaved: the fused four-tap W pass across the channels.
+    ((2, 64, 28, 28), CL, (56, 56), True, ["W pass fused4", "2 units", "cl 64"]),
+    # The gradient of NCHW planes: the transposed W pass, staged output rows.
+    ((2, 64, 56, 56), torch.contiguous_format, (28, 28), False, ["W pass transposed", "128 units", "staged"]),
+    # bfloat16 rows are widened to float and the result narrowed: staged.
+    ((1, 8, 20, 20), CL, (40, 40), True, ["widens rows", "staged"]),
+    # A row wider than the fast path takes: the bounded streaming path.
+    ((1, 1, 1, 2 ** 21 + 8), torch.contiguous_format, (1, 2 ** 20), True, ["streaming"]),
+])
+def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
+    dtype = torch.bfloat16 if "widens rows" in expected else torch.float32
+    x = torch.empty(shape, dtype=dtype).contiguous(memory_format=fmt)
+    plan = _C._cpu_plan(x, *size, forward)
+    assert plan.startswith("forward" if forward else "backward"), plan
+    for part in expected:
+        assert part in plan, (part, plan)
+
+
+def test_a_strided_view_is_planned_as_strided_rows():
+    # W strided by 2: rows are gathered element by element (the same sums, from wherever they are).
+    x = torch.randn(1, 2, 16, 32)[..., ::2]
+    assert "gathers strided rows" in _C._cpu_plan(x, 8, 8, True)
+
+
+def test_every_call_prints_its_plan_under_rbg_cpu_plan():
+    code = ("import torch, torch_resize_bicubic as t; x = torch.randn(1, 2, 8, 8);"
+            "torch.ops.cann.resize_bicubic_v2(x, [16, 16], False, [0.0, 0.0]);"
+            "torch.ops.cann.resize_bicubic_v2_grad(torch.randn(1, 2, 16, 16), x, False, [0.0, 0.0])")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RBG_CPU_PLAN="1"), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.startswith("[rbg cpu plan]")]
+    assert len(lines) == 2 and "forward fast" in lines[0] and "backward fast" in lines[1], out.stderr
