@@ -17,14 +17,17 @@ opencv-python-headless is an optional benchmark dependency (pip install opencv-p
 """
 import argparse
 import math
-import statistics
-import time
+import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import torch_resize_bicubic  # noqa: F401  (torch.ops.cann)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_resize import medians  # noqa: E402  (interleaved rounds after warm-up, median per function)
 
 # (name, H, W, C, out H, out W)
 CASES = [
@@ -59,19 +62,6 @@ def opencv_fn(cv2, img, oh, ow):
     return lambda: cv2.resize(img, (ow, oh), interpolation=cv2.INTER_CUBIC)
 
 
-def interleaved_medians(fns, repeats, warmup=3):
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - start)
-    return [statistics.median(t) * 1e3 for t in times]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
@@ -97,7 +87,7 @@ def main():
         ref_cv = ref_cv[..., None] if ref_cv.ndim == 2 else ref_cv
         d_cv = float(np.abs(y - ref_cv).max())
         d_pt = float((ours() - theirs_pt()).abs().max())
-        t_ours, t_cv, t_pt = interleaved_medians([ours, theirs_cv, theirs_pt], args.repeats)
+        t_ours, t_cv, t_pt = (t * 1e3 for t in medians([ours, theirs_cv, theirs_pt], args.repeats))
         ratios_cv.append(t_cv / t_ours)
         ratios_pt.append(t_pt / t_ours)
         print(f"| {name} | {d_cv:.1e} | {d_pt:.1e} | {t_ours:.2f} | {t_cv:.2f} | {t_pt:.2f} | "
