@@ -5,15 +5,18 @@ half-pixel centres, replicated borders) and PyTorch's own kernel.
 Values are checked first (max |ours - OpenCV| and |ours - PyTorch|), then each side is timed in interleaved rounds
 with fresh outputs on every side, as a user gets them (OpenCV allocates through numpy; ours and PyTorch's through
 torch): medians of the rounds, 2 threads each (torch.set_num_threads(2), cv2.setNumThreads(2)).
-Our input is the image as torch sees it from numpy, torch.from_numpy(hwc).permute(2, 0, 1)[None] (channels_last
-memory, but stride(0) = C, so PyTorch's suggest_memory_format calls it contiguous), and the output is taken in the
-channels_last layout that an HWC result needs. --input canonical gives the same memory the strides of a dense
-channels_last tensor (a zero-copy as_strided view: a size-1 N may carry any stride), as issue #20's canonical
-strides would see it.
+
+The image enters torch without a copy, in one of the two ways users write (--input):
+  batched   torch.from_numpy(hwc[None]).permute(0, 3, 1, 2): dense channels_last, so the output is channels_last
+            too, the same HWC memory OpenCV returns;
+  view      torch.from_numpy(hwc).permute(2, 0, 1)[None]: the same memory, but the size-1 N carries stride C, and
+            PyTorch's layout rule (suggest_memory_format) makes F.interpolate's output NCHW planes; ours follows
+            that rule, reading the interleaved rows and splitting the result into planes.
+Each output is timed as the op returns it (no layout conversion after it on any side).
 
 opencv-python-headless is an optional benchmark dependency (pip install opencv-python-headless), never a runtime one.
 
-    python benchmarks/bench_images.py [--repeats 15]
+    python benchmarks/bench_images.py [--repeats 15] [--input batched|view|both]
 """
 import argparse
 import math
@@ -43,19 +46,18 @@ CASES = [
 
 
 def ours_fn(x, oh, ow):
-    def run():
-        y = torch.ops.cann.resize_bicubic_v2(x, [oh, ow], False, [0.0, 0.0])
-        return y if y.is_contiguous(memory_format=torch.channels_last) else y.contiguous(
-            memory_format=torch.channels_last)
-    return run
+    return lambda: torch.ops.cann.resize_bicubic_v2(x, [oh, ow], False, [0.0, 0.0])
 
 
 def pytorch_fn(x, oh, ow):
-    def run():
-        y = F.interpolate(x, size=(oh, ow), mode="bicubic", align_corners=False)
-        return y if y.is_contiguous(memory_format=torch.channels_last) else y.contiguous(
-            memory_format=torch.channels_last)
-    return run
+    return lambda: F.interpolate(x, size=(oh, ow), mode="bicubic", align_corners=False)
+
+
+def as_torch(img, form):
+    """The HWC image as an NCHW tensor on the same memory (no copy), in one of the two ways users write it."""
+    if form == "batched":
+        return torch.from_numpy(img[None]).permute(0, 3, 1, 2)
+    return torch.from_numpy(img).permute(2, 0, 1)[None]
 
 
 def opencv_fn(cv2, img, oh, ow):
@@ -65,36 +67,40 @@ def opencv_fn(cv2, img, oh, ow):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--input", choices=["view", "canonical"], default="view")
+    parser.add_argument("--input", choices=["batched", "view", "both"], default="both")
     args = parser.parse_args()
     import cv2
 
     torch.set_num_threads(2)
     cv2.setNumThreads(2)
-    print(f"torch {torch.__version__}, OpenCV {cv2.__version__}, 2 threads, medians of {args.repeats} "
-          f"interleaved rounds, fresh outputs, input: {args.input}\n")
+    for form in (["batched", "view"] if args.input == "both" else [args.input]):
+        run_form(cv2, form, args.repeats)
+
+
+def run_form(cv2, form, repeats):
+    print(f"torch {torch.__version__}, OpenCV {cv2.__version__}, 2 threads, medians of {repeats} "
+          f"interleaved rounds, fresh outputs, input: {form}\n")
     print("| case | max diff vs OpenCV | vs PyTorch | ours ms | OpenCV ms | PyTorch ms | vs OpenCV | vs PyTorch |")
     print("|---|---|---|---|---|---|---|---|")
     ratios_cv, ratios_pt = [], []
     for name, h, w, c, oh, ow in CASES:
         img = np.random.default_rng(0).random((h, w, c), dtype=np.float32)
-        x = torch.from_numpy(img).permute(2, 0, 1)[None]
-        if args.input == "canonical":
-            x = x.as_strided(x.shape, (h * w * c, 1, w * c, c))
+        x = as_torch(img, form)
         ours, theirs_cv, theirs_pt = ours_fn(x, oh, ow), opencv_fn(cv2, img, oh, ow), pytorch_fn(x, oh, ow)
         y = ours()[0].permute(1, 2, 0).numpy()
         ref_cv = theirs_cv()
         ref_cv = ref_cv[..., None] if ref_cv.ndim == 2 else ref_cv
         d_cv = float(np.abs(y - ref_cv).max())
         d_pt = float((ours() - theirs_pt()).abs().max())
-        t_ours, t_cv, t_pt = (t * 1e3 for t in medians([ours, theirs_cv, theirs_pt], args.repeats))
+        assert ours().stride() == theirs_pt().stride(), "the output's layout is F.interpolate's"
+        t_ours, t_cv, t_pt = (t * 1e3 for t in medians([ours, theirs_cv, theirs_pt], repeats))
         ratios_cv.append(t_cv / t_ours)
         ratios_pt.append(t_pt / t_ours)
         print(f"| {name} | {d_cv:.1e} | {d_pt:.1e} | {t_ours:.2f} | {t_cv:.2f} | {t_pt:.2f} | "
               f"{t_cv / t_ours:.2f}x | {t_pt / t_ours:.1f}x |")
     geo = lambda r: math.exp(sum(map(math.log, r)) / len(r))  # noqa: E731
     print(f"\ngeometric mean: {geo(ratios_cv):.2f}x OpenCV (min {min(ratios_cv):.2f}x), "
-          f"{geo(ratios_pt):.1f}x PyTorch (min {min(ratios_pt):.1f}x)")
+          f"{geo(ratios_pt):.1f}x PyTorch (min {min(ratios_pt):.1f}x)\n")
 
 
 if __name__ == "__main__":

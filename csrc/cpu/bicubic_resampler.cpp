@@ -22,12 +22,17 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "../common/bicubic_math.h"
 #include "axis.h"
@@ -290,6 +295,7 @@ struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
   std::vector<acc_t> tile, sources;  // the streaming path
   std::vector<acc_t> ring;            // the forward's recently widened input rows
+  std::vector<acc_t> planar;          // W-pass results split into planes (FastPlan::split_w_rows)
   std::vector<float> pad;             // padded row tails of the permute W pass
   std::vector<uint8_t> row_started;
   static Scratch& local() {
@@ -298,7 +304,7 @@ struct Scratch {
   }
   // Releases what is larger than kRetainBytes, so one huge call does not pin memory for the process's life.
   void trim() {
-    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring})
+    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring, &planar})
       if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) std::vector<acc_t>().swap(*v);
     if (static_cast<int64_t>(pad.capacity() * sizeof(float)) > kRetainBytes) std::vector<float>().swap(pad);
     if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) std::vector<uint8_t>().swap(row_started);
@@ -601,8 +607,8 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 
 // ---- the fast path -------------------------------------------------------------------------------------
 
-// A "unit" is one plane (NCHW, any strides: cl = 1) or one image whose rows interleave cl = C channels
-// (channels_last). A task owns a block of output rows of one unit; the tasks never share an output element.
+// A "unit" is one plane (cl = 1) or one image whose rows interleave cl = C channels. A task owns a block of
+// output rows of one unit; the tasks never share an output element.
 //
 // The two passes can run in either order, and the cheaper one is chosen from the shapes (the choice depends
 // only on the shapes, never on the thread count):
@@ -624,10 +630,35 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 576 KiB), shared.
 // No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
 
+// How src's rows lie, read from its strides with every size-1 dimension ignored (such a dimension never moves an
+// address, and PyTorch's contiguity rules ignore its stride too): the C channels of a position next to each other
+// and positions C apart (channels_last memory, whatever stride a size-1 N or W carries, as in
+// torch.from_numpy(hwc).permute(2, 0, 1)[None]); a plane's positions next to each other; or neither.
+enum class RowLayout { Interleaved, Planar, Strided };
+
+RowLayout row_layout(const at::Tensor& src) {
+  const int64_t C = src.size(1), W = src.size(3), sc = src.stride(1), sw = src.stride(3);
+  if (C > 1 && sc == 1 && (W == 1 || sw == C)) return RowLayout::Interleaved;
+  if (W == 1 || sw == 1) return RowLayout::Planar;
+  return RowLayout::Strided;
+}
+
+// Interleaved channels per engine row: C where the output is channels_last, or where the input's rows interleave
+// the channels (the output then being NCHW planes, by PyTorch's layout rule, the engine splits its rows into them);
+// else 1, a plane at a time.
+int64_t engine_channels(const at::Tensor& src, bool channels_last_out) {
+  const int64_t C = src.size(1);
+  return C > 1 && (channels_last_out || row_layout(src) == RowLayout::Interleaved) ? C : 1;
+}
+
 // What the fast path will do for one call, decided before any thread starts: pure data, built by plan_fast() from
-// the shapes, strides, dtype, direction and ISA, and executed by fast_engine(). describe() is its one-line form
-// (RBG_CPU_PLAN=1 prints it for every call; torch_resize_bicubic._C._cpu_plan returns it).
+// the shapes, strides, dtype, direction and ISA, and executed by fast_engine() (TaskRunner's passes). describe()
+// is its one-line form (RBG_CPU_PLAN=1 prints it for every call; torch_resize_bicubic._C._cpu_plan returns it).
 enum class WPass { Permute, Fused4, Gather, Transposed };
+// How a block's output rows get their H-axis terms: gathered from their four source rows in PyTorch's order (the
+// forward), or scattered from each source row onto the rows it reaches (the gradient; and the forward's W-first
+// blocks whose source rows span more than the block plus kForwardSpanSlack, which the gather cannot keep).
+enum class HPass { Gather, Scatter };
 
 struct WChunk {
   int64_t i0, i1, o0, o1;
@@ -646,7 +677,12 @@ struct FastPlan {
   bool forward = false;
   bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
   WPass w_pass = WPass::Gather;
-  int64_t cl = 1, units = 0;     // interleaved channels per row (channels_last: C, else 1); planes or images
+  HPass h_pass = HPass::Scatter;
+  int64_t scatter_blocks = 0;    // the forward's W-first blocks that scatter instead (see HPass)
+  int64_t C = 0, DH = 0, DW = 0;
+  int64_t cl = 1, units = 0;     // interleaved channels per row (C or 1); images or planes
+  bool planar_out = false;       // interleaved rows, NCHW output: rows split into C planes (see split_w_rows)
+  bool split_w_rows = false;     // ... by splitting the W-pass results, the output rows then written plane by plane
   int64_t in_row = 0, out_row = 0;
   int64_t group = 1;             // rows per W-pass step
   bool contiguous_row = false;   // input rows are contiguous elements (read as they are)
@@ -657,21 +693,29 @@ struct FastPlan {
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
-  int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0;
+  int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0, planar = 0;
 #ifdef RBG_X86_FAST
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
 #endif
 
+  // Whether a block whose output rows read source rows [sy0, sy1) gathers (HPass).
+  bool gathers(int64_t sy0, int64_t sy1) const {
+    return forward && (h_first || sy1 - sy0 <= rows + kForwardSpanSlack);
+  }
+
   std::string describe() const {
     static const char* kW[] = {"permute", "fused4", "gather", "transposed"};
     std::string s = std::string(forward ? "forward" : "backward") + " fast: " + (h_first ? "H first" : "W first") +
-                    ", W pass " + kW[static_cast<int>(w_pass)] + ", " + std::to_string(units) + " units x " +
-                    std::to_string(blocks) + " tasks of " + std::to_string(rows) + " rows, group " +
-                    std::to_string(group) + ", cl " + std::to_string(cl);
+                    ", W pass " + kW[static_cast<int>(w_pass)] + ", H pass " +
+                    (h_pass == HPass::Gather ? "gather" : "scatter");
+    if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
+    s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
+         " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl);
     if (read_in_place) s += ", reads in place";
     else if (contiguous_row) s += ", widens rows";
     else s += ", gathers strided rows";
     if (staged) s += ", staged";
+    if (planar_out) s += split_w_rows ? ", W-pass rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
     return s;
   }
@@ -679,16 +723,19 @@ struct FastPlan {
 
 template <typename scalar_t, typename acc_t>
 FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                   const AxisCsr<acc_t>& table, bool channels_last) {
+                   const AxisCsr<acc_t>& table, bool channels_last_out) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
   const int64_t DH = dst.size(2), DW = dst.size(3);
-  const int64_t sc = src.stride(1), sw = src.stride(3);
   FastPlan p;
   p.forward = th.forward();
-  p.cl = channels_last ? C : 1;
-  p.units = channels_last ? N : N * C;
+  p.C = C;
+  p.DH = DH;
+  p.DW = DW;
+  p.cl = engine_channels(src, channels_last_out);
+  p.units = p.cl > 1 ? N : N * C;
+  p.planar_out = p.cl > 1 && !channels_last_out;
   p.in_row = SW * p.cl;
   p.out_row = DW * p.cl;
   for (int64_t i0 = 0; i0 < DW; i0 += FastPlan::kChunkOut) {
@@ -723,19 +770,8 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   // Rows per W-pass step: a transposed block's lines; the permute pass takes the W-first forward's source rows 16
   // at a time, and needs no grouping after an H pass.
   p.group = transposed ? L / cl : (permute && !p.h_first) ? L : 1;
-  p.contiguous_row = channels_last ? (sc == 1 && sw == C) : sw == 1;
+  p.contiguous_row = row_layout(src) == (cl > 1 ? RowLayout::Interleaved : RowLayout::Planar);
   p.read_in_place = direct && p.contiguous_row;  // W-first reads float input rows where they are
-  // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing, or
-  // when the transposed W pass would otherwise scatter tile stores across fresh output rows.
-  p.staged = !direct || (p.h_first && transposed);
-  // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward (no
-  // read-for-ownership of every line), where each row is whole 64-byte lines.
-#ifdef RBG_X86_FAST
-  if constexpr (direct && std::is_same_v<acc_t, float>)
-    p.stream_out = !p.staged && x86::has_avx2() && p.out_row % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0 &&
-                   dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
-#endif
   int64_t rows = rows_per_task(p.units, DH);
   const int64_t widest = std::max(p.in_row, p.out_row) * static_cast<int64_t>(sizeof(acc_t));
   rows = std::min(rows, std::max<int64_t>(p.group, (int64_t{256} << 10) / widest));
@@ -745,6 +781,29 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   if (permute && p.h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
   p.rows = std::min(DH, (rows + p.group - 1) / p.group * p.group);
   p.blocks = (DH + p.rows - 1) / p.rows;
+  for (int64_t b = 0; b < p.blocks && p.forward; ++b) {
+    int64_t sy0, sy1;
+    th.sources(b * p.rows, std::min(DH, (b + 1) * p.rows), sy0, sy1);
+    p.scatter_blocks += !p.gathers(sy0, sy1);
+  }
+  p.h_pass = p.forward && p.scatter_blocks < p.blocks ? HPass::Gather : HPass::Scatter;
+  if (p.h_pass == HPass::Scatter) p.scatter_blocks = 0;
+  // Where the output is NCHW planes but the rows interleave the channels, the float forward that gathers W first
+  // splits the W-pass results of the source rows (fewer than the output rows when upsampling) and writes each
+  // output plane's rows straight from them; every other path splits its staged output rows.
+  p.split_w_rows = p.planar_out && direct && p.forward && !p.h_first && p.scatter_blocks == 0;
+  // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing or
+  // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
+  // rows.
+  p.staged = !direct || (p.planar_out && !p.split_w_rows) || (p.h_first && transposed);
+  // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward (no
+  // read-for-ownership of every line), where each row is whole 64-byte lines.
+#ifdef RBG_X86_FAST
+  if constexpr (direct && std::is_same_v<acc_t, float>)
+    p.stream_out = !p.staged && x86::has_avx2() && (p.planar_out ? DW : p.out_row) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0 &&
+                   dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
+#endif
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
   p.mid = p.h_first ? p.rows * p.in_row
@@ -754,6 +813,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   p.lanes_in = transposed ? p.max_span * L : 0;
   p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
   p.obuf = p.staged ? p.rows * p.out_row : 0;
+  p.planar = p.split_w_rows ? p.mid : 0;
   return p;
 }
 
@@ -762,82 +822,121 @@ bool print_plans() {
   return yes;
 }
 
+// Rows of C interleaved channels (n_rows x n_pos positions, rows `row` elements apart) split into C planes: element
+// (r, i, c) goes to planes[r * plane_row + c * plane + i], narrowed to the output type. Data movement only.
 template <typename scalar_t, typename acc_t>
-void fast_engine(const FastPlan& plan, const at::Tensor& src, at::Tensor& dst, const AxisOp<acc_t>& th,
-                 const AxisOp<acc_t>& tw, const AxisCsr<acc_t>& table, const AxisCsr<acc_t>* h_direct,
-                 bool channels_last) {
-  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
-  const int64_t C = src.size(1);
-  const int64_t DH = dst.size(2), DW = dst.size(3);
-  const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
-  const int64_t cl = plan.cl, units = plan.units, in_row = plan.in_row, out_row = plan.out_row;
-  const int64_t group = plan.group, rows = plan.rows, blocks = plan.blocks;
-  const bool h_first = plan.h_first, contiguous_row = plan.contiguous_row, read_in_place = plan.read_in_place;
-  const bool staged = plan.staged, stream_out = plan.stream_out;
-  const bool permute = plan.w_pass == WPass::Permute, transposed = plan.w_pass == WPass::Transposed;
-  const std::vector<WChunk>& chunks = plan.chunks;
-  constexpr int64_t kChunkOut = FastPlan::kChunkOut, kForwardSpanSlack = FastPlan::kForwardSpanSlack;
-  constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
-  constexpr int64_t kRingRows = 8;  // widened input rows kept by the forward's H-first gather
-  (void)permute;  // read only by the AVX2 build's permute W pass
-  const scalar_t* s = src.const_data_ptr<scalar_t>();
-  scalar_t* y = dst.mutable_data_ptr<scalar_t>();  // rows contiguous in both layouts
-
-  at::parallel_for(0, units * blocks, 1, [&](int64_t begin, int64_t end) {
-    Scratch<acc_t>& scratch = Scratch<acc_t>::local();
-    // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source
-    // rows for the forward's gather).
-    acc_t* const mid = sized(scratch.mid, plan.mid);
-    acc_t* const gbuf = sized(scratch.gbuf, plan.gbuf);
-    acc_t* const lanes_in = sized(scratch.lanes_in, plan.lanes_in);
-    acc_t* const lanes_out = sized(scratch.lanes_out, plan.lanes_out);
-    acc_t* const obuf = sized(scratch.obuf, plan.obuf);
-
-    // Elements [e0, e0 + len) of an input row (element e = x * cl + c) as contiguous floats, in place when
-    // they already are.
-    auto input_row = [&](const scalar_t* sr, acc_t* buf, int64_t e0 = 0, int64_t len = -1) -> const acc_t* {
-      if (len < 0) len = in_row;
-      if (contiguous_row) {
-        if constexpr (direct) {
-          return sr + e0;
-        } else {
-          widen(buf, sr + e0, len);
-          return buf;
-        }
-      }
-      for (int64_t e = e0; e < e0 + len; ++e) buf[e - e0] = static_cast<acc_t>(sr[(e / cl) * sw + (e % cl) * sc]);
-      return buf;
-    };
-
-    // Set by a task's final pass when it has already tested its output rows for inf/NaN (float only).
-    bool tested = false, nonfinite = false;
-
-    // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions). `final`:
-    // these are the task's output rows.
-    auto w_pass_rows = [&](acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final = false) {
+void split_into_planes(scalar_t* planes, int64_t plane_row, int64_t plane, const acc_t* rows, int64_t row,
+                       int64_t n_rows, int64_t n_pos, int64_t C) {
 #ifdef RBG_X86_FAST
-      if constexpr (std::is_same_v<acc_t, float>) {
-        if (permute) {
+  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+    if (x86::has_avx2()) {
+      for (int64_t r = 0; r < n_rows; ++r)
+        x86::deinterleave_row(planes + r * plane_row, plane, rows + r * row, n_pos, C);
+      return;
+    }
+  }
+#endif
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      scalar_t* __restrict out = planes + r * plane_row + c * plane;
+      const acc_t* __restrict in = rows + r * row + c;
+      for (int64_t i = 0; i < n_pos; ++i) out[i] = static_cast<scalar_t>(in[i * C]);
+    }
+}
+
+// The call's tensors and axes, shared by every task: the input (its strides as they are: the plan has read the row
+// layout off them), the output and the two axis operators with the W gather table and, for the forward, the H one.
+template <typename scalar_t, typename acc_t>
+struct EngineIO {
+  const scalar_t* src;
+  scalar_t* dst;  // rows contiguous in every output layout
+  int64_t sn, sc, sh, sw;
+  const AxisOp<acc_t>& th;
+  const AxisOp<acc_t>& tw;
+  const AxisCsr<acc_t>& table;
+  const AxisCsr<acc_t>* h_direct;
+};
+
+// One thread's execution of a FastPlan: each pass is a member that reads only the plan, the call's tensors and this
+// thread's scratch; run() takes one task (unit, block of output rows) through the passes the plan names.
+template <typename scalar_t, typename acc_t>
+class TaskRunner {
+ public:
+  static constexpr bool kDirect = std::is_same_v<scalar_t, acc_t>;
+  static constexpr int64_t kHPassChunkFloats = 16384;  // 64 KiB of S per H-pass column chunk
+  static constexpr int64_t kRingRows = 8;              // widened input rows kept by the forward's H-first gather
+
+  TaskRunner(const FastPlan& plan, const EngineIO<scalar_t, acc_t>& io)
+      : p_(plan), io_(io), scratch_(Scratch<acc_t>::local()),
+        mid_(sized(scratch_.mid, plan.mid)), gbuf_(sized(scratch_.gbuf, plan.gbuf)),
+        lanes_in_(sized(scratch_.lanes_in, plan.lanes_in)), lanes_out_(sized(scratch_.lanes_out, plan.lanes_out)),
+        obuf_(sized(scratch_.obuf, plan.obuf)), planar_(sized(scratch_.planar, plan.planar)) {}
+  ~TaskRunner() { scratch_.trim(); }
+
+  void run(int64_t task) {
+    tested_ = nonfinite_ = false;
+    const int64_t u = task / p_.blocks;
+    const int64_t y0 = (task % p_.blocks) * p_.rows, y1 = std::min(p_.DH, y0 + p_.rows);
+    const scalar_t* su = p_.cl > 1 ? io_.src + u * io_.sn : io_.src + (u / p_.C) * io_.sn + (u % p_.C) * io_.sc;
+    acc_t* ob = p_.staged ? obuf_ : reinterpret_cast<acc_t*>(io_.dst + (u * p_.DH + y0) * p_.out_row);
+    int64_t sy0, sy1;
+    io_.th.sources(y0, y1, sy0, sy1);
+    if (!p_.gathers(sy0, sy1)) {
+      if (p_.h_first) scatter_h_first(su, ob, y0, y1, sy0, sy1);
+      else scatter_w_first(su, ob, y0, y1, sy0, sy1);
+    } else if (p_.h_first) {
+      gather_h_first(su, ob, y0, y1);
+    } else {
+      gather_w_first(su, u, ob, y0, y1, sy0, sy1);
+    }
+    finish(su, u, ob, y0, y1);
+  }
+
+ private:
+  // Elements [e0, e0 + len) of an input row (element e = x * cl + c) as contiguous accumulation-type values, in
+  // place when they already are.
+  const acc_t* input_row(const scalar_t* sr, acc_t* buf, int64_t e0, int64_t len) {
+    if (p_.contiguous_row) {
+      if constexpr (kDirect) {
+        return sr + e0;
+      } else {
+        widen(buf, sr + e0, len);
+        return buf;
+      }
+    }
+    const int64_t cl = p_.cl;
+    for (int64_t e = e0; e < e0 + len; ++e) buf[e - e0] = static_cast<acc_t>(sr[(e / cl) * io_.sw + (e % cl) * io_.sc]);
+    return buf;
+  }
+
+  // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions). `final`: these are
+  // the task's output rows (the permute pass then tests them for inf/NaN as it stores them).
+  void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final) {
+    const int64_t cl = p_.cl, out_row = p_.out_row;
+    const AxisCsr<acc_t>& table = io_.table;
+    switch (p_.w_pass) {
+      case WPass::Permute: {
+#ifdef RBG_X86_FAST
+        if constexpr (std::is_same_v<acc_t, float>) {
           // In steps of 64 rows: the padded row tails stay 12 KiB whatever the task's height.
           constexpr int64_t kPermuteRows = 64;
-          float* const pad = sized(scratch.pad, std::min(n, kPermuteRows) * x86::kPermutePad);
+          float* const pad = sized(scratch_.pad, std::min(n, kPermuteRows) * x86::kPermutePad);
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
             bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
-                                      std::min(kPermuteRows, n - r0), plan.permute, pad) || bad;
+                                      std::min(kPermuteRows, n - r0), p_.permute, pad) || bad;
           if (final) {
-            tested = true;
-            nonfinite = nonfinite || bad;
+            tested_ = true;
+            nonfinite_ = nonfinite_ || bad;
           }
-          return;
         }
-      }
 #endif
-      (void)final;
-      if (plan.w_pass == WPass::Fused4) {
+        return;
+      }
+      case WPass::Fused4:
         for (int64_t r = 0; r < n; ++r) {
           const acc_t* row = in + r * in_stride;
-          for (int64_t i = 0; i < DW; ++i) {
+          for (int64_t i = 0; i < p_.DW; ++i) {
             const int64_t* s = table.col.data() + 4 * i;
             const acc_t* w = table.w.data() + 4 * i;
             combine4(out + r * out_row + i * cl, row + s[0] * cl, row + s[1] * cl, row + s[2] * cl, row + s[3] * cl,
@@ -845,194 +944,253 @@ void fast_engine(const FastPlan& plan, const at::Tensor& src, at::Tensor& dst, c
           }
         }
         return;
-      }
-      if (plan.w_pass == WPass::Gather) {
+      case WPass::Gather:
         for (int64_t r = 0; r < n; ++r)
           w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.col.data(),
-                                 table.w.data(), DW);
+                                 table.w.data(), p_.DW);
         return;
-      }
-      for (int64_t r0 = 0; r0 < n; r0 += group) {
-        const int64_t lines = std::min(group, n - r0) * cl;
-        for (const WChunk& c : chunks) {
-          lines_to_lanes(lanes_in, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
-          w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.col.data(), table.w.data(), c.i0, c.i1, c.o0);
-          lanes_to_lines(out + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
-        }
-      }
-    };
-
-    // The forward gathers instead of scattering: an output row reads its four source rows (W-resampled
-    // first when the output is taller, S = rows of the input otherwise) in one fused pass. Its taps come
-    // from the H table (direct form) when the engine has one; rows are short, so per-row taps would show.
-    struct RowTaps {
-      int64_t s[4];
-      acc_t w[4];
-    };
-    auto row_taps = [&](int64_t dy) {
-      RowTaps t;
-      if (h_direct) {
-        for (int k = 0; k < 4; ++k) {
-          t.s[k] = h_direct->col[4 * dy + k];
-          t.w[k] = h_direct->w[4 * dy + k];
-        }
-        return t;
-      }
-      const AxisTaps<acc_t> a = th.map.taps(dy);
-      for (int k = 0; k < 4; ++k) {
-        t.s[k] = th.map.tap(a, k);
-        t.w[k] = a.w[k];
-      }
-      return t;
-    };
-    auto forward_rows = [&](const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
-      if (h_first) {
-        // S[dy] = combination of four input rows, in column chunks; input rows are read in place or from a
-        // small ring of widened rows (consecutive outputs share taps).
-        const int64_t chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
-        acc_t* const ring = sized(scratch.ring, read_in_place ? 0 : kRingRows * chunk);
-        for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
-          const int64_t len = std::min(chunk, in_row - e0);
-          int64_t tag[kRingRows];
-          std::fill(tag, tag + kRingRows, int64_t{-1});
-          auto row = [&](int64_t sy) -> const acc_t* {
-            if (read_in_place) return reinterpret_cast<const acc_t*>(su + sy * sh) + e0;
-            acc_t* slot = ring + (sy % kRingRows) * chunk;
-            if (tag[sy % kRingRows] != sy) {  // not read in place: input_row fills the slot
-              input_row(su + sy * sh, slot, e0, len);
-              tag[sy % kRingRows] = sy;
-            }
-            return slot;
-          };
-          for (int64_t dy = y0; dy < y1; ++dy) {
-            const RowTaps t = row_taps(dy);
-            // Fetch in ascending order, so that the ring never evicts a row this output still needs.
-            const acc_t *r0 = row(t.s[0]), *r1 = row(t.s[1]), *r2 = row(t.s[2]), *r3 = row(t.s[3]);
-            combine4(mid + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
+      case WPass::Transposed:
+        for (int64_t r0 = 0; r0 < n; r0 += p_.group) {
+          const int64_t lines = std::min(p_.group, n - r0) * cl;
+          for (const WChunk& c : p_.chunks) {
+            lines_to_lanes(lanes_in_, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
+            w_pass_lanes(lanes_out_, lanes_in_, table.ptr.data(), table.col.data(), table.w.data(), c.i0, c.i1, c.o0);
+            lanes_to_lines(out + r0 * out_row + c.i0 * cl, lanes_out_, out_row, cl, lines, c.i1 - c.i0);
           }
         }
-        w_pass_rows(ob, mid, in_row, y1 - y0, /*final=*/true);
         return;
+    }
+  }
+
+  // An output row's four source rows and weights along H (the forward's gather), from the H table when the call
+  // has one: rows are short, so per-row taps would show.
+  struct RowTaps {
+    int64_t s[4];
+    acc_t w[4];
+  };
+  RowTaps row_taps(int64_t dy) const {
+    RowTaps t;
+    if (io_.h_direct) {
+      for (int k = 0; k < 4; ++k) {
+        t.s[k] = io_.h_direct->col[4 * dy + k];
+        t.w[k] = io_.h_direct->w[4 * dy + k];
       }
-      // W first: resample every source row of the block once, then combine.
-      acc_t* const rows_w = mid;  // sized for rows + kForwardSpanSlack source rows
-      for (int64_t syg = sy0; syg < sy1; syg += group) {
-        const int64_t n = std::min(group, sy1 - syg);
-        if (read_in_place) {
-          w_pass_rows(rows_w + (syg - sy0) * out_row, reinterpret_cast<const acc_t*>(su + syg * sh), sh, n);
-        } else {
-          for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * sh, gbuf + r * in_row);
-          w_pass_rows(rows_w + (syg - sy0) * out_row, gbuf, in_row, n);
+      return t;
+    }
+    const AxisTaps<acc_t> a = io_.th.map.taps(dy);
+    for (int k = 0; k < 4; ++k) {
+      t.s[k] = io_.th.map.tap(a, k);
+      t.w[k] = a.w[k];
+    }
+    return t;
+  }
+
+  // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
+  // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
+  void gather_h_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
+    const int64_t in_row = p_.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
+    acc_t* const ring = sized(scratch_.ring, p_.read_in_place ? 0 : kRingRows * chunk);
+    for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
+      const int64_t len = std::min(chunk, in_row - e0);
+      int64_t tag[kRingRows];
+      std::fill(tag, tag + kRingRows, int64_t{-1});
+      auto row = [&](int64_t sy) -> const acc_t* {
+        if (p_.read_in_place) return reinterpret_cast<const acc_t*>(su + sy * io_.sh) + e0;
+        acc_t* slot = ring + (sy % kRingRows) * chunk;
+        if (tag[sy % kRingRows] != sy) {
+          input_row(su + sy * io_.sh, slot, e0, len);
+          tag[sy % kRingRows] = sy;
         }
-      }
+        return slot;
+      };
       for (int64_t dy = y0; dy < y1; ++dy) {
         const RowTaps t = row_taps(dy);
-        auto at = [&](int k) { return rows_w + (t.s[k] - sy0) * out_row; };
-        acc_t* const row = ob + (dy - y0) * out_row;
+        // Fetch in ascending order, so that the ring never evicts a row this output still needs.
+        const acc_t *r0 = row(t.s[0]), *r1 = row(t.s[1]), *r2 = row(t.s[2]), *r3 = row(t.s[3]);
+        combine4(mid_ + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
+      }
+    }
+    w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true);
+  }
+
+  // Forward, W first: the W pass of every source row of the block once, then each output row from its four, in
+  // one fused pass (float rows tested for inf/NaN as they are stored). With split_w_rows the W-pass results are
+  // split into planes first and each output row is C plane rows, written where they belong.
+  void gather_w_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+    const int64_t in_row = p_.in_row, out_row = p_.out_row;
+    acc_t* const rows_w = mid_;  // sized for rows + kForwardSpanSlack source rows
+    for (int64_t syg = sy0; syg < sy1; syg += p_.group) {
+      const int64_t n = std::min(p_.group, sy1 - syg);
+      if (p_.read_in_place) {
+        w_pass(rows_w + (syg - sy0) * out_row, reinterpret_cast<const acc_t*>(su + syg * io_.sh), io_.sh, n, false);
+      } else {
+        for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * io_.sh, gbuf_ + r * in_row, 0, in_row);
+        w_pass(rows_w + (syg - sy0) * out_row, gbuf_, in_row, n, false);
+      }
+    }
+    const acc_t* sources = rows_w;
+    int64_t segments = 1, seg_len = out_row;  // output row pieces: C plane rows of DW, or the whole row
+    if (p_.split_w_rows) {
+      split_into_planes(planar_, out_row, p_.DW, rows_w, out_row, sy1 - sy0, p_.DW, p_.C);
+      sources = planar_;
+      segments = p_.C;
+      seg_len = p_.DW;
+    }
+    for (int64_t dy = y0; dy < y1; ++dy) {
+      const RowTaps t = row_taps(dy);
+      for (int64_t c = 0; c < segments; ++c) {
+        auto at = [&](int k) { return sources + (t.s[k] - sy0) * out_row + c * seg_len; };
+        acc_t* const row = p_.split_w_rows ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
+                                           : ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
           bool bad;
 #ifdef RBG_X86_FAST
-          if (stream_out)
+          if (p_.stream_out)
             bad = x86::combine4_checked_stream(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3],
-                                               out_row);
+                                               seg_len);
           else
 #endif
-            bad = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
-          nonfinite = nonfinite || bad;
-          tested = true;
+            bad = combine4_checked(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], seg_len);
+          nonfinite_ = nonfinite_ || bad;
+          tested_ = true;
         } else {
-          combine4(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], out_row);
-        }
-      }
-    };
-
-    for (int64_t task = begin; task < end; ++task) {
-      tested = nonfinite = false;
-      const int64_t u = task / blocks;
-      const int64_t y0 = (task % blocks) * rows;
-      const int64_t y1 = std::min(DH, y0 + rows);
-      const scalar_t* su = channels_last ? s + u * sn : s + (u / C) * sn + (u % C) * sc;
-      acc_t* ob = staged ? obuf : reinterpret_cast<acc_t*>(y + (u * DH + y0) * out_row);
-      int64_t sy0, sy1;
-      th.sources(y0, y1, sy0, sy1);
-
-      if (th.forward() && (h_first || sy1 - sy0 <= rows + kForwardSpanSlack)) {
-        forward_rows(su, ob, y0, y1, sy0, sy1);
-      } else if (h_first) {
-        std::fill(mid, mid + (y1 - y0) * in_row, acc_t(0));
-        // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S
-        // stays in L1 while every contributing input row is added; chunks of at least 1024 floats keep the
-        // reads long enough for the prefetcher. Narrower rows go whole.
-        const int64_t chunk = in_row <= kHPassChunkFloats / 2
-                                  ? in_row
-                                  : std::max<int64_t>(1024, kHPassChunkFloats / (y1 - y0)) / 16 * 16;
-        for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
-          const int64_t len = std::min(chunk, in_row - e0);
-          for (int64_t sy = sy0; sy < sy1; ++sy) {
-            const acc_t* sv = nullptr;  // read only if the row reaches this block
-            th.scatter(sy, y0, y1, [&](int64_t dy, acc_t w) {
-              if (!sv) sv = input_row(su + sy * sh, gbuf, e0, len);
-              axpy(mid + (dy - y0) * in_row + e0, sv, w, len);
-            });
-          }
-        }
-        w_pass_rows(ob, mid, in_row, y1 - y0);
-      } else {
-        // Output rows start at their first contribution rather than with a separate zero fill.
-        std::vector<uint8_t>& started = scratch.row_started;
-        started.assign(y1 - y0, 0);
-        for (int64_t syg = sy0; syg < sy1; syg += group) {
-          const int64_t n = std::min(group, sy1 - syg);
-          const acc_t* in;
-          int64_t in_stride;
-          if (read_in_place) {
-            in = reinterpret_cast<const acc_t*>(su + syg * sh);
-            in_stride = sh;
-          } else {
-            for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * sh, gbuf + r * in_row);
-            in = gbuf;
-            in_stride = in_row;
-          }
-          w_pass_rows(mid, in, in_stride, n);
-          for (int64_t r = 0; r < n; ++r) {
-            th.scatter(syg + r, y0, y1, [&](int64_t dy, acc_t w) {
-              acc_t* row = ob + (dy - y0) * out_row;
-              if (started[dy - y0]) {
-                axpy(row, mid + r * out_row, w, out_row);
-              } else {
-                axpy_into_zero(row, mid + r * out_row, w, out_row);
-                started[dy - y0] = 1;
-              }
-            });
-          }
-        }
-        for (int64_t r = 0; r < y1 - y0; ++r)
-          if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
-      }
-#ifdef RBG_X86_FAST
-      if (stream_out) _mm_sfence();  // the non-temporal stores land before the rows are read again
-#endif
-      if constexpr (std::is_same_v<acc_t, float>) {
-        // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a
-        // zero weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the
-        // task's rows sends them through the streaming path in double; for NaN/inf inputs that gives the
-        // same positions, for finite ones the correctly overflowed result.
-        if (tested ? nonfinite : any_nonfinite(ob, (y1 - y0) * out_row))
-          stream_rows_in_double(su, sh, sw, sc, cl, th.map, tw.map, y0, y1, ob);
-      }
-      if (staged) {
-        if constexpr (direct) {
-          std::memcpy(y + (u * DH + y0) * out_row, ob, (y1 - y0) * out_row * sizeof(acc_t));
-        } else {
-          narrow(y + (u * DH + y0) * out_row, ob, (y1 - y0) * out_row);
+          combine4(row, at(0), at(1), at(2), at(3), t.w[0], t.w[1], t.w[2], t.w[3], seg_len);
         }
       }
     }
-    scratch.trim();
+  }
+
+  // H first, scattering: every source row the block reaches is added, times each of its weights, into the rows of
+  // S it feeds, then the W pass of S into the output.
+  void scatter_h_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+    const int64_t in_row = p_.in_row;
+    std::fill(mid_, mid_ + (y1 - y0) * in_row, acc_t(0));
+    // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S stays in L1
+    // while every contributing input row is added; chunks of at least 1024 floats keep the reads long enough for
+    // the prefetcher. Narrower rows go whole.
+    const int64_t chunk = in_row <= kHPassChunkFloats / 2
+                              ? in_row
+                              : std::max<int64_t>(1024, kHPassChunkFloats / (y1 - y0)) / 16 * 16;
+    for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
+      const int64_t len = std::min(chunk, in_row - e0);
+      for (int64_t sy = sy0; sy < sy1; ++sy) {
+        const acc_t* sv = nullptr;  // read only if the row reaches this block
+        io_.th.scatter(sy, y0, y1, [&](int64_t dy, acc_t w) {
+          if (!sv) sv = input_row(su + sy * io_.sh, gbuf_, e0, len);
+          axpy(mid_ + (dy - y0) * in_row + e0, sv, w, len);
+        });
+      }
+    }
+    w_pass(ob, mid_, in_row, y1 - y0, false);
+  }
+
+  // W first, scattering: the W pass of a group of source rows, then each added, times each of its weights, into
+  // the output rows it feeds; an output row starts at its first contribution rather than with a zero fill.
+  void scatter_w_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+    const int64_t in_row = p_.in_row, out_row = p_.out_row;
+    std::vector<uint8_t>& started = scratch_.row_started;
+    started.assign(y1 - y0, 0);
+    for (int64_t syg = sy0; syg < sy1; syg += p_.group) {
+      const int64_t n = std::min(p_.group, sy1 - syg);
+      const acc_t* in;
+      int64_t in_stride;
+      if (p_.read_in_place) {
+        in = reinterpret_cast<const acc_t*>(su + syg * io_.sh);
+        in_stride = io_.sh;
+      } else {
+        for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * io_.sh, gbuf_ + r * in_row, 0, in_row);
+        in = gbuf_;
+        in_stride = in_row;
+      }
+      w_pass(mid_, in, in_stride, n, false);
+      for (int64_t r = 0; r < n; ++r) {
+        io_.th.scatter(syg + r, y0, y1, [&](int64_t dy, acc_t w) {
+          acc_t* row = ob + (dy - y0) * out_row;
+          if (started[dy - y0]) {
+            axpy(row, mid_ + r * out_row, w, out_row);
+          } else {
+            axpy_into_zero(row, mid_ + r * out_row, w, out_row);
+            started[dy - y0] = 1;
+          }
+        });
+      }
+    }
+    for (int64_t r = 0; r < y1 - y0; ++r)
+      if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
+  }
+
+  // The overflow guard, then the staged rows written out (copied, narrowed or split into planes).
+  void finish(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
+#ifdef RBG_X86_FAST
+    if (p_.stream_out) _mm_sfence();  // the non-temporal stores land before the rows are read again
+#endif
+    const int64_t out_row = p_.out_row, n = (y1 - y0) * out_row;
+    if constexpr (std::is_same_v<acc_t, float>) {
+      // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a zero
+      // weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the task's rows
+      // sends them through the streaming path in double; for NaN/inf inputs that gives the same positions, for
+      // finite ones the correctly overflowed result.
+      if (tested_ ? nonfinite_ : any_nonfinite(ob, n)) {
+        // Rows already in the planes (split_w_rows) are recomputed in one piece and split again.
+        acc_t* const rows = p_.split_w_rows ? planar_ : ob;
+        stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, y0, y1, rows);
+        if (p_.split_w_rows) split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, out_row, y1 - y0, p_.DW, p_.C);
+      }
+    }
+    if (!p_.staged) return;
+    if (p_.planar_out) {
+      split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, ob, out_row, y1 - y0, p_.DW, p_.C);
+    } else if constexpr (kDirect) {
+      std::memcpy(io_.dst + (u * p_.DH + y0) * out_row, ob, n * sizeof(acc_t));
+    } else {
+      narrow(io_.dst + (u * p_.DH + y0) * out_row, ob, n);
+    }
+  }
+
+  // Row y of image u's first plane in an NCHW output (planar_out).
+  scalar_t* planes_of(int64_t u, int64_t y) const { return io_.dst + (u * p_.C * p_.DH + y) * p_.DW; }
+
+  const FastPlan& p_;
+  const EngineIO<scalar_t, acc_t>& io_;
+  Scratch<acc_t>& scratch_;
+  acc_t* const mid_;  // H first: rows of S; W first: W-pass results (of all the block's source rows when gathering)
+  acc_t* const gbuf_;
+  acc_t* const lanes_in_;
+  acc_t* const lanes_out_;
+  acc_t* const obuf_;
+  acc_t* const planar_;
+  bool tested_ = false, nonfinite_ = false;  // set when the task's final pass tested its rows for inf/NaN
+};
+
+// Executes a plan: tasks (unit, block of output rows) spread over the threads, each through TaskRunner's passes.
+template <typename scalar_t, typename acc_t>
+void fast_engine(const FastPlan& plan, const EngineIO<scalar_t, acc_t>& io) {
+  at::parallel_for(0, plan.units * plan.blocks, 1, [&](int64_t begin, int64_t end) {
+    TaskRunner<scalar_t, acc_t> runner(plan, io);
+    for (int64_t task = begin; task < end; ++task) runner.run(task);
   });
 }
 
 // ---- entry -----------------------------------------------------------------------------------------------
+
+// A fresh output tensor. Large ones ask for transparent huge pages (madvise, which the kernel honours in its
+// default "madvise" mode), as numpy does for its own large arrays: otherwise the first writes into a fresh output
+// take a page fault every 4 KiB (25k for a 100 MB output, several times the resize itself here). A hint about
+// memory PyTorch's allocator owns, freed by it as usual; it changes no value.
+at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  at::Tensor t = at::empty(sizes, options);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  constexpr int64_t kHugePageMinBytes = int64_t{4} << 20;
+  const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
+  if (bytes >= kHugePageMinBytes) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(t.data_ptr()), end = begin + bytes;
+    const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1), last = end & ~(kHugePage - 1);
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+#endif
+  return t;
+}
 
 // src (N, C, SH, SW) -> dst (N, C, DH, DW) along `dir`; the resize itself has input `in_*`, output `out_*`.
 // With `describe_only`, plans the call and writes the plan's one-line description there instead of running it.
@@ -1041,7 +1199,8 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
   const auto fmt = output_memory_format(src);
   const bool channels_last = fmt == at::MemoryFormat::ChannelsLast;
-  at::Tensor dst = at::empty({N, C, dst_h, dst_w}, src.options().memory_format(fmt));
+  at::Tensor dst = describe_only ? at::empty({N, C, dst_h, dst_w}, src.options().memory_format(fmt))
+                                 : empty_output({N, C, dst_h, dst_w}, src.options().memory_format(fmt));
   if (dst.numel() == 0) return dst;
   const bool forward = dir == Direction::Forward;
   const int64_t in_h = forward ? SH : dst_h, in_w = forward ? SW : dst_w;
@@ -1050,7 +1209,7 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     using acc_t = at::opmath_type<scalar_t>;
     const AxisMap<acc_t> mh(in_h, out_h, align_corners, scale_h, dir);
     const AxisMap<acc_t> mw(in_w, out_w, align_corners, scale_w, dir);
-    const int64_t cl = channels_last ? C : 1;
+    const int64_t cl = engine_channels(src, channels_last);
     // The forward's fast path reads every input row and column; past a 4x reduction most are not needed,
     // and gathering just the taps (the streaming path) does less work.
     const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
@@ -1071,8 +1230,10 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
         *describe_only = plan.describe();
         return;
       }
-      fast_engine<scalar_t, acc_t>(plan, src, dst, th, tw_probe, table, h_table && forward ? &h_csr : nullptr,
-                                   channels_last);
+      const EngineIO<scalar_t, acc_t> io{src.const_data_ptr<scalar_t>(), dst.mutable_data_ptr<scalar_t>(),
+                                         src.stride(0), src.stride(1), src.stride(2), src.stride(3), th, tw_probe,
+                                         table, h_table && forward ? &h_csr : nullptr};
+      fast_engine<scalar_t, acc_t>(plan, io);
     } else {
       const std::string what = std::string(forward ? "forward" : "backward") + " streaming (tiles of taps on the fly)";
       if (print_plans()) std::fprintf(stderr, "[rbg cpu plan] %s\n", what.c_str());
@@ -1091,7 +1252,7 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
 at::Tensor resize_bicubic_v2_grad(const at::Tensor& grads, int64_t in_h, int64_t in_w, bool align_corners,
                                   double scale_h, double scale_w) {
   if (in_h == grads.size(2) && in_w == grads.size(3)) {  // same-size rule: a copy, whatever the scales
-    at::Tensor out = at::empty(grads.sizes(), grads.options().memory_format(output_memory_format(grads)));
+    at::Tensor out = empty_output(grads.sizes(), grads.options().memory_format(output_memory_format(grads)));
     out.copy_(grads);
     return out;
   }

@@ -142,6 +142,67 @@ __attribute__((target("avx2"))) inline void transpose_tile_avx2(float* dst, int6
   }
 }
 
+// One row of n positions x C interleaved channels split into C planes: dst[c * plane + i] = src[i * C + c] (rows
+// of a channels_last-memory input whose output is NCHW). Eight positions at a time: for C = 2 one shufps per
+// channel and a vpermpd; for C = 3 two blends per channel (the three loads hold each channel's lanes at disjoint
+// places) and a vpermps; for C = 4 a 4 x 8 transpose (unpacks, shufps, vpermps); for C >= 8, 8 x 8 tile
+// transposes. Other channel counts and the last positions go element by element. Data movement only.
+__attribute__((target("avx2"))) inline void deinterleave_row(float* dst, int64_t plane, const float* src, int64_t n,
+                                                             int64_t C) {
+  int64_t i = 0;  // positions done by the vector loops, all channels
+  int64_t c_done = C;  // channels those loops cover (C >= 8: whole groups of 8)
+  if (C == 2) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256 a = _mm256_loadu_ps(src + 2 * i), b = _mm256_loadu_ps(src + 2 * i + 8);
+      // shufps gives positions (0 1 4 5 | 2 3 6 7); vpermpd puts the pairs back in order.
+      const __m256 c0 = _mm256_shuffle_ps(a, b, 0x88), c1 = _mm256_shuffle_ps(a, b, 0xDD);
+      _mm256_storeu_ps(dst + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(c0), 0xD8)));
+      _mm256_storeu_ps(dst + plane + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(c1), 0xD8)));
+    }
+  } else if (C == 3) {
+    // Lanes of the three loads a, b, c holding channel k: a {0,3,6}, b {1,4,7}, c {2,5} for k = 0, rotated for
+    // k = 1, 2; blended into one vector, then permuted into position order.
+    const __m256i order0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+    const __m256i order1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+    const __m256i order2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+    for (; i + 8 <= n; i += 8) {
+      const float* s = src + 3 * i;
+      const __m256 a = _mm256_loadu_ps(s), b = _mm256_loadu_ps(s + 8), c = _mm256_loadu_ps(s + 16);
+      const __m256 k0 = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24);
+      const __m256 k1 = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49);
+      const __m256 k2 = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92);
+      _mm256_storeu_ps(dst + i, _mm256_permutevar8x32_ps(k0, order0));
+      _mm256_storeu_ps(dst + plane + i, _mm256_permutevar8x32_ps(k1, order1));
+      _mm256_storeu_ps(dst + 2 * plane + i, _mm256_permutevar8x32_ps(k2, order2));
+    }
+  } else if (C == 4) {
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // from positions (0 2 4 6 1 3 5 7)
+    for (; i + 8 <= n; i += 8) {
+      const float* s = src + 4 * i;
+      const __m256 a = _mm256_loadu_ps(s), b = _mm256_loadu_ps(s + 8), c = _mm256_loadu_ps(s + 16),
+                   d = _mm256_loadu_ps(s + 24);
+      const __m256 ab_lo = _mm256_unpacklo_ps(a, b), ab_hi = _mm256_unpackhi_ps(a, b);
+      const __m256 cd_lo = _mm256_unpacklo_ps(c, d), cd_hi = _mm256_unpackhi_ps(c, d);
+      _mm256_storeu_ps(dst + i, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(ab_lo, cd_lo, 0x44), order));
+      _mm256_storeu_ps(dst + plane + i, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(ab_lo, cd_lo, 0xEE), order));
+      _mm256_storeu_ps(dst + 2 * plane + i, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(ab_hi, cd_hi, 0x44), order));
+      _mm256_storeu_ps(dst + 3 * plane + i, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(ab_hi, cd_hi, 0xEE), order));
+    }
+  } else if (C >= 8) {
+    c_done = C / 8 * 8;
+    const int64_t whole = n / 8 * 8;
+    for (int64_t c0 = 0; c0 < c_done; c0 += 8)  // eight planes at a time, each written in order
+      for (int64_t j = 0; j < whole; j += 8) transpose_8x8(dst + c0 * plane + j, plane, src + j * C + c0, C);
+    i = whole;
+  } else {
+    c_done = 0;
+  }
+  for (int64_t c = c_done; c < C; ++c)  // channels past the vector loops, every position
+    for (int64_t j = 0; j < i; ++j) dst[c * plane + j] = src[j * C + c];
+  for (; i < n; ++i)
+    for (int64_t c = 0; c < C; ++c) dst[c * plane + i] = src[i * C + c];
+}
+
 // Interleaved channels (1 < cl <= 16): the cl values of one row at one position move as one masked vector,
 // between row[o * cl + c] and blk[o * 16 + l0 + c]. Lanes past `lines` are zeroed on the way to lanes.
 __attribute__((target("avx512f"))) inline void move_channel_groups(float* blk, float* base, int64_t row_len, int64_t cl,
