@@ -7,8 +7,9 @@ with fresh outputs on every side, as a user gets them (OpenCV allocates through 
 torch): medians of the rounds, 2 threads each (torch.set_num_threads(2), cv2.setNumThreads(2)).
 
 The image enters torch without a copy, in one of the two ways users write (--input):
-  batched   torch.from_numpy(hwc[None]).permute(0, 3, 1, 2): dense channels_last, so the output is channels_last
-            too, the same HWC memory OpenCV returns;
+  batched   torch.from_numpy(hwc).unsqueeze(0).permute(0, 3, 1, 2): dense channels_last, so the output is
+            channels_last too, the same HWC memory OpenCV returns (numpy's hwc[None] would not do: numpy gives
+            the new axis stride 0, which makes it the view below);
   view      torch.from_numpy(hwc).permute(2, 0, 1)[None]: the same memory, but the size-1 N carries stride C, and
             PyTorch's layout rule (suggest_memory_format) makes F.interpolate's output NCHW planes; ours follows
             that rule, reading the interleaved rows and splitting the result into planes.
@@ -56,7 +57,7 @@ def pytorch_fn(x, oh, ow):
 def as_torch(img, form):
     """The HWC image as an NCHW tensor on the same memory (no copy), in one of the two ways users write it."""
     if form == "batched":
-        return torch.from_numpy(img[None]).permute(0, 3, 1, 2)
+        return torch.from_numpy(img).unsqueeze(0).permute(0, 3, 1, 2)
     return torch.from_numpy(img).permute(2, 0, 1)[None]
 
 
@@ -93,6 +94,7 @@ def run_form(cv2, form, repeats):
         d_cv = float(np.abs(y - ref_cv).max())
         d_pt = float((ours() - theirs_pt()).abs().max())
         assert ours().stride() == theirs_pt().stride(), "the output's layout is F.interpolate's"
+        assert ours().is_contiguous(memory_format=torch.channels_last if form == "batched" else torch.contiguous_format)
         t_ours, t_cv, t_pt = (t * 1e3 for t in medians([ours, theirs_cv, theirs_pt], repeats))
         ratios_cv.append(t_cv / t_ours)
         ratios_pt.append(t_pt / t_ours)

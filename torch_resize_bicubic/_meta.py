@@ -129,12 +129,14 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
     Linear.__name__ = f"LinearCann_{name}"
 
     def autograd_kernel(keyset, *args):
-        # The dispatcher drops arguments equal to their defaults; the adjoints want them all.
-        (x, *rest), _ = fill_defaults(op._schema, args, {})
         # Forward mode (fwAD dual tensors, torch.func.jvp): the op is linear, so its jvp is the op applied
         # to the tangent. Handled here rather than in an autograd.Function, which cannot run inside a
         # dispatcher kernel under torch.func transforms.
-        primal, tangent = fwAD.unpack_dual(x)
+        primal, tangent = fwAD.unpack_dual(args[0])
+        if tangent is None and not (torch.is_grad_enabled() and args[0].requires_grad):
+            return below_autograd(keyset, *args)  # nothing to record: the common call, kept cheap
+        # The dispatcher drops arguments equal to their defaults; the adjoints want them all.
+        (x, *rest), _ = fill_defaults(op._schema, args, {})
         if tangent is not None:
             y = autograd_kernel(keyset, primal, *rest)
             return fwAD.make_dual(y, op(tangent, *sanitized(tangent, rest)))

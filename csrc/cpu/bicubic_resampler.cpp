@@ -26,8 +26,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -1192,6 +1196,113 @@ at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options)
   return t;
 }
 
+// ---- plans of fast calls, cached ----------------------------------------------------------------------------
+
+// Everything a fast call's plan depends on: shapes, how the input's rows lie, the output layout, direction,
+// dtype, scales, the thread count (task split) and whether the output starts on a 64-byte line (streaming stores).
+// The ISA switches are fixed for the process. Equal keys give equal plans.
+struct PlanKey {
+  int64_t n, c, sh, sw, dh, dw;
+  double scale_h, scale_w;
+  int threads;
+  int8_t dir, align, layout, channels_last_out, dst_aligned, dtype;
+  bool operator==(const PlanKey& o) const {
+    return n == o.n && c == o.c && sh == o.sh && sw == o.sw && dh == o.dh && dw == o.dw &&
+           std::memcmp(&scale_h, &o.scale_h, sizeof(double)) == 0 &&
+           std::memcmp(&scale_w, &o.scale_w, sizeof(double)) == 0 && threads == o.threads && dir == o.dir &&
+           align == o.align && layout == o.layout && channels_last_out == o.channels_last_out &&
+           dst_aligned == o.dst_aligned && dtype == o.dtype;
+  }
+};
+
+// A fast call's plan with the axis maps and tables it executes with.
+template <typename acc_t>
+struct FastCall {
+  AxisMap<acc_t> mh, mw;
+  bool h_table = false;  // h_csr holds the H axis's table: gather form (forward) or scatter form (backward)
+  AxisCsr<acc_t> h_csr, table;
+  FastPlan plan;
+  int64_t bytes = 0;  // what the tables and the plan hold
+  FastCall(const AxisMap<acc_t>& h, const AxisMap<acc_t>& w) : mh(h), mw(w) {}
+  AxisOp<acc_t> th() const { return AxisOp<acc_t>(mh, h_table && !plan.forward ? &h_csr : nullptr); }
+  AxisOp<acc_t> tw() const { return AxisOp<acc_t>(mw); }
+  const AxisCsr<acc_t>* h_direct() const { return h_table && plan.forward ? &h_csr : nullptr; }
+};
+
+template <typename T>
+int64_t vector_bytes(const std::vector<T>& v) {
+  return static_cast<int64_t>(v.capacity() * sizeof(T));
+}
+
+// The last plans made, so that repeated calls (a training loop, small images one after another) skip planning,
+// which costs 15-20% of a call on a 300 x 300 image. At most kPlanCacheBytes in all; larger plans are not kept
+// (their calls take long enough that planning does not show).
+constexpr int64_t kPlanCacheBytes = int64_t{4} << 20;
+constexpr size_t kPlanCacheEntries = 16;
+
+template <typename scalar_t, typename acc_t>
+class PlanCache {
+ public:
+  static PlanCache& instance() {
+    static PlanCache cache;
+    return cache;
+  }
+  std::shared_ptr<const FastCall<acc_t>> find(const PlanKey& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first == key) {
+        entries_.splice(entries_.begin(), entries_, it);  // most recent first
+        return entries_.front().second;
+      }
+    }
+    return nullptr;
+  }
+  void keep(const PlanKey& key, std::shared_ptr<const FastCall<acc_t>> call) {
+    if (call->bytes > kPlanCacheBytes / 4) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.emplace_front(key, std::move(call));
+    bytes_ += entries_.front().second->bytes;
+    while (entries_.size() > kPlanCacheEntries || bytes_ > kPlanCacheBytes) {
+      bytes_ -= entries_.back().second->bytes;
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::pair<PlanKey, std::shared_ptr<const FastCall<acc_t>>>> entries_;
+  int64_t bytes_ = 0;
+};
+
+// The fast call's plan for src -> dst: the cached one, or made now (and kept).
+template <typename scalar_t, typename acc_t>
+std::shared_ptr<const FastCall<acc_t>> fast_call(const PlanKey& key, const at::Tensor& src, const at::Tensor& dst,
+                                                 const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw,
+                                                 bool channels_last_out) {
+  PlanCache<scalar_t, acc_t>& cache = PlanCache<scalar_t, acc_t>::instance();
+  if (auto hit = cache.find(key)) return hit;
+  auto call = std::make_shared<FastCall<acc_t>>(mh, mw);
+  const bool forward = mh.dir == Direction::Forward;
+  const AxisOp<acc_t> th_probe(call->mh), tw(call->mw);
+  // A table saves recomputing taps for every row of every plane: the backward scatters along H, the forward
+  // gathers (its rare scatter fallback, for spans past kForwardSpanSlack, computes taps).
+  call->h_table = (forward ? th_probe.gather_bytes() : th_probe.scatter_bytes()) <= kTableBudget;
+  if (call->h_table) call->h_csr = forward ? th_probe.gather_csr() : th_probe.scatter_csr();
+  call->table = tw.gather_csr();
+  const AxisOp<acc_t> th(call->mh, call->h_table && !forward ? &call->h_csr : nullptr);
+  call->plan = plan_fast<scalar_t, acc_t>(src, dst, th, tw, call->table, channels_last_out);
+  call->bytes = vector_bytes(call->h_csr.ptr) + vector_bytes(call->h_csr.col) + vector_bytes(call->h_csr.w) +
+                vector_bytes(call->table.ptr) + vector_bytes(call->table.col) + vector_bytes(call->table.w) +
+                vector_bytes(call->plan.chunks);
+#ifdef RBG_X86_FAST
+  const x86::PermutePlan& pp = call->plan.permute;
+  call->bytes += vector_bytes(pp.kind) + vector_bytes(pp.base) + vector_bytes(pp.index) + vector_bytes(pp.weight);
+#endif
+  std::shared_ptr<const FastCall<acc_t>> made = std::move(call);
+  cache.keep(key, made);
+  return made;
+}
+
 // src (N, C, SH, SW) -> dst (N, C, DH, DW) along `dir`; the resize itself has input `in_*`, output `out_*`.
 // With `describe_only`, plans the call and writes the plan's one-line description there instead of running it.
 at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Direction dir, bool align_corners,
@@ -1213,26 +1324,25 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     // The forward's fast path reads every input row and column; past a 4x reduction most are not needed,
     // and gathering just the taps (the streaming path) does less work.
     const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
-    const AxisOp<acc_t> tw_probe(mw), th_probe(mh);
-    const bool fast = moderate && tw_probe.gather_bytes() <= kTableBudget &&
+    const bool fast = moderate && AxisOp<acc_t>(mw).gather_bytes() <= kTableBudget &&
                       std::max(SW, dst_w) * cl <= kMaxFastRow && !stream_only();
     if (fast) {
-      // A table saves recomputing taps for every row of every plane: the backward scatters along H, the
-      // forward gathers (its rare scatter fallback, for spans past kForwardSpanSlack, computes taps).
-      const bool h_table = (forward ? th_probe.gather_bytes() : th_probe.scatter_bytes()) <= kTableBudget;
-      const AxisCsr<acc_t> h_csr =
-          !h_table ? AxisCsr<acc_t>() : forward ? th_probe.gather_csr() : th_probe.scatter_csr();
-      const AxisOp<acc_t> th(mh, h_table && !forward ? &h_csr : nullptr);
-      const AxisCsr<acc_t> table = tw_probe.gather_csr();
-      const FastPlan plan = plan_fast<scalar_t, acc_t>(src, dst, th, tw_probe, table, channels_last);
+      const PlanKey key{N, C, SH, SW, dst_h, dst_w, scale_h, scale_w, at::get_num_threads(),
+                        static_cast<int8_t>(dir), static_cast<int8_t>(align_corners),
+                        static_cast<int8_t>(row_layout(src)), static_cast<int8_t>(channels_last),
+                        static_cast<int8_t>(reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0),
+                        static_cast<int8_t>(src.scalar_type())};
+      const auto call = fast_call<scalar_t, acc_t>(key, src, dst, mh, mw, channels_last);
+      const FastPlan& plan = call->plan;
       if (print_plans()) std::fprintf(stderr, "[rbg cpu plan] %s\n", plan.describe().c_str());
       if (describe_only) {
         *describe_only = plan.describe();
         return;
       }
+      const AxisOp<acc_t> th = call->th(), tw = call->tw();
       const EngineIO<scalar_t, acc_t> io{src.const_data_ptr<scalar_t>(), dst.mutable_data_ptr<scalar_t>(),
-                                         src.stride(0), src.stride(1), src.stride(2), src.stride(3), th, tw_probe,
-                                         table, h_table && forward ? &h_csr : nullptr};
+                                         src.stride(0), src.stride(1), src.stride(2), src.stride(3), th, tw,
+                                         call->table, call->h_direct()};
       fast_engine<scalar_t, acc_t>(plan, io);
     } else {
       const std::string what = std::string(forward ? "forward" : "backward") + " streaming (tiles of taps on the fly)";
