@@ -1022,28 +1022,35 @@ class TaskRunner {
   // split into planes first and each output row is C plane rows, written where they belong.
   void gather_w_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
     const int64_t in_row = p_.in_row, out_row = p_.out_row;
-    acc_t* const rows_w = mid_;  // sized for rows + kForwardSpanSlack source rows
-    for (int64_t syg = sy0; syg < sy1; syg += p_.group) {
-      const int64_t n = std::min(p_.group, sy1 - syg);
+    // The W-pass results live in a ring of `cap` rows (source row sy in slot sy % cap; the block's sy1 - sy0 <= cap
+    // rows never share a slot), so that the rows this task shares with the previous one of the thread (where their
+    // blocks meet, 3 of 11 rows when doubling 16 output rows) are not resampled again.
+    const int64_t cap = p_.rows + FastPlan::kForwardSpanSlack;
+    acc_t* const rows_w = mid_;
+    const bool reuse = ring_unit_ == u && sy0 >= ring_lo_ && sy0 <= ring_hi_;
+    const int64_t first_new = reuse ? std::max(sy0, ring_hi_) : sy0;
+    for (int64_t syg = first_new; syg < sy1;) {
+      const int64_t slot = syg % cap, n = std::min({p_.group, sy1 - syg, cap - slot});  // no wrap inside a step
       if (p_.read_in_place) {
-        w_pass(rows_w + (syg - sy0) * out_row, reinterpret_cast<const acc_t*>(su + syg * io_.sh), io_.sh, n, false);
+        w_pass(rows_w + slot * out_row, reinterpret_cast<const acc_t*>(su + syg * io_.sh), io_.sh, n, false);
       } else {
         for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * io_.sh, gbuf_ + r * in_row, 0, in_row);
-        w_pass(rows_w + (syg - sy0) * out_row, gbuf_, in_row, n, false);
+        w_pass(rows_w + slot * out_row, gbuf_, in_row, n, false);
       }
+      if (p_.split_w_rows)
+        split_into_planes(planar_ + slot * out_row, out_row, p_.DW, rows_w + slot * out_row, out_row, n, p_.DW, p_.C);
+      syg += n;
     }
-    const acc_t* sources = rows_w;
-    int64_t segments = 1, seg_len = out_row;  // output row pieces: C plane rows of DW, or the whole row
-    if (p_.split_w_rows) {
-      split_into_planes(planar_, out_row, p_.DW, rows_w, out_row, sy1 - sy0, p_.DW, p_.C);
-      sources = planar_;
-      segments = p_.C;
-      seg_len = p_.DW;
-    }
+    ring_lo_ = reuse ? std::max(ring_lo_, sy1 - cap) : sy0;
+    ring_hi_ = std::max(sy1, reuse ? ring_hi_ : sy1);
+    ring_unit_ = u;
+    // Output row pieces: C plane rows of DW (split_w_rows), or the whole row.
+    const acc_t* const sources = p_.split_w_rows ? planar_ : rows_w;
+    const int64_t segments = p_.split_w_rows ? p_.C : 1, seg_len = p_.split_w_rows ? p_.DW : out_row;
     for (int64_t dy = y0; dy < y1; ++dy) {
       const RowTaps t = row_taps(dy);
       for (int64_t c = 0; c < segments; ++c) {
-        auto at = [&](int k) { return sources + (t.s[k] - sy0) * out_row + c * seg_len; };
+        auto at = [&](int k) { return sources + (t.s[k] % cap) * out_row + c * seg_len; };
         acc_t* const row = p_.split_w_rows ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
                                            : ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
@@ -1068,6 +1075,7 @@ class TaskRunner {
   // S it feeds, then the W pass of S into the output.
   void scatter_h_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
     const int64_t in_row = p_.in_row;
+    ring_unit_ = -1;  // mid_ is S now
     std::fill(mid_, mid_ + (y1 - y0) * in_row, acc_t(0));
     // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S stays in L1
     // while every contributing input row is added; chunks of at least 1024 floats keep the reads long enough for
@@ -1092,6 +1100,7 @@ class TaskRunner {
   // the output rows it feeds; an output row starts at its first contribution rather than with a zero fill.
   void scatter_w_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
     const int64_t in_row = p_.in_row, out_row = p_.out_row;
+    ring_unit_ = -1;  // mid_ holds one group's W-pass results now
     std::vector<uint8_t>& started = scratch_.row_started;
     started.assign(y1 - y0, 0);
     for (int64_t syg = sy0; syg < sy1; syg += p_.group) {
@@ -1137,6 +1146,7 @@ class TaskRunner {
       if (tested_ ? nonfinite_ : any_nonfinite(ob, n)) {
         // Rows already in the planes (split_w_rows) are recomputed in one piece and split again.
         acc_t* const rows = p_.split_w_rows ? planar_ : ob;
+        if (p_.split_w_rows) ring_unit_ = -1;  // planar_ is the recomputed rows now
         stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, y0, y1, rows);
         if (p_.split_w_rows) split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, out_row, y1 - y0, p_.DW, p_.C);
       }
@@ -1164,6 +1174,7 @@ class TaskRunner {
   acc_t* const obuf_;
   acc_t* const planar_;
   bool tested_ = false, nonfinite_ = false;  // set when the task's final pass tested its rows for inf/NaN
+  int64_t ring_unit_ = -1, ring_lo_ = 0, ring_hi_ = 0;  // source rows [lo, hi) of unit ring_unit_ in gather_w_first's ring
 };
 
 // Executes a plan: tasks (unit, block of output rows) spread over the threads, each through TaskRunner's passes.
