@@ -101,6 +101,9 @@ def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
         return big[..., ::2]
     if layout == "transposed":  # H and W swapped in memory
         return t.transpose(2, 3).contiguous().transpose(2, 3)
+    if layout == "hwc_view":  # an HWC image as torch.from_numpy(hwc).permute(2, 0, 1)[None] gives it (N = 1)
+        assert t.shape[0] == 1
+        return t[0].permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
     raise ValueError(layout)
 
 

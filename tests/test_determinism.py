@@ -68,6 +68,14 @@ ISA_CASES = [
     ((1, 12, 5, 10), (4, 17), False, torch.bfloat16, "channels_last"),
     # an 8 MiB float output, written with non-temporal stores
     ((1, 2, 300, 300), (1024, 1024), False, torch.float32, "contiguous"),
+    # HWC images as numpy gives them (interleaved rows, NCHW output): the rows split into planes by shuffles
+    # (2, 3, 4 channels) or 8 x 8 transposes (8 and more), before the H pass or after the W pass
+    ((1, 3, 40, 37), (81, 70), False, torch.float32, "hwc_view"),
+    ((1, 3, 40, 37), (19, 20), True, torch.float32, "hwc_view"),
+    ((1, 2, 21, 33), (45, 17), False, torch.float32, "hwc_view"),
+    ((1, 4, 30, 30), (13, 61), False, torch.bfloat16, "hwc_view"),
+    ((1, 12, 9, 17), (20, 40), False, torch.float32, "hwc_view"),
+    ((1, 3, 200, 300), (1000, 1024), False, torch.float32, "hwc_view"),  # 12 MiB: non-temporal stores
 ]
 
 

@@ -30,6 +30,8 @@ def layouts(t):
     yield "channels_last", t.contiguous(memory_format=torch.channels_last)
     yield "sliced", torch.cat([t, t], dim=3)[..., ::2]
     yield "transposed", t.transpose(2, 3).contiguous().transpose(2, 3)
+    if t.shape[0] == 1:  # an HWC image as torch.from_numpy(hwc).permute(2, 0, 1)[None] gives it
+        yield "hwc_view", t[0].permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
 
 
 def hashes_here():
