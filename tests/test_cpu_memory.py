@@ -47,3 +47,33 @@ def test_peak_extra_memory_below_one_float32_copy(grads_shape, image_hw, channel
     extra = grew - out_bytes
     allowed = max(out_bytes, grads_bytes) + (1 << 20)
     assert extra < allowed, (grew, out_bytes, grads_bytes, table_bytes)
+
+
+FORWARD_SCRIPT = r"""
+import resource, sys, torch, torch_resize_bicubic  # noqa: F401
+shape, size, form = eval(sys.argv[1]), eval(sys.argv[2]), sys.argv[3]
+torch.ops.cann.resize_bicubic_v2(torch.randn(1, 1, 8, 8), [16, 16], False, [0.0, 0.0])  # threads, small scratch
+x = torch.randn(shape)
+if form == "channels_last":
+    x = x.contiguous(memory_format=torch.channels_last)
+elif form == "hwc_view":  # interleaved rows, NCHW output
+    x = x[0].permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+y = torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) * 1024, y.numel() * 4, x.numel() * 4)
+"""
+
+
+@pytest.mark.parametrize("shape,size", [
+    ((1, 16, 2, 32768), (4, 65536)),  # W first in H with 1M-float output rows: the gather would keep 9 of them
+    ((1, 3, 4, 1 << 17), (9, 1 << 18)),
+])
+@pytest.mark.parametrize("form", ["contiguous", "channels_last", "hwc_view"])
+def test_forward_peak_extra_memory_below_one_float32_copy(shape, size, form):
+    done = subprocess.run([sys.executable, "-c", FORWARD_SCRIPT, repr(shape), repr(size), form],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    grew, out_bytes, in_bytes = map(int, done.stdout.split())
+    extra = grew - out_bytes
+    assert extra < max(out_bytes, in_bytes) + (1 << 20), (grew, out_bytes, in_bytes)

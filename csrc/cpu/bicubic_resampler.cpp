@@ -274,7 +274,7 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
 // call is bounded by a constant; anything larger takes the streaming path (or, for the H table, taps on
 // the fly).
 constexpr int64_t kTableBudget = int64_t{8} << 20;  // bytes, per axis table
-constexpr int64_t kMaxFastRow = int64_t{1} << 20;         // elements of one grads or output row
+constexpr int64_t kMaxFastRowBytes = int64_t{4} << 20;    // one grads or output row, in the accumulation type
 // Scratch kept by a thread between calls, per buffer; larger buffers are released when the call ends.
 constexpr int64_t kRetainBytes = int64_t{4} << 20;
 
@@ -299,7 +299,6 @@ struct Scratch {
   std::vector<acc_t> mid, gbuf, lanes_in, lanes_out, obuf;
   std::vector<acc_t> tile, sources;  // the streaming path
   std::vector<acc_t> ring;            // the forward's recently widened input rows
-  std::vector<acc_t> planar;          // W-pass results split into planes (FastPlan::split_w_rows)
   std::vector<float> pad;             // padded row tails of the permute W pass
   std::vector<uint8_t> row_started;
   static Scratch& local() {
@@ -308,7 +307,7 @@ struct Scratch {
   }
   // Releases what is larger than kRetainBytes, so one huge call does not pin memory for the process's life.
   void trim() {
-    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring, &planar})
+    for (std::vector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring})
       if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) std::vector<acc_t>().swap(*v);
     if (static_cast<int64_t>(pad.capacity() * sizeof(float)) > kRetainBytes) std::vector<float>().swap(pad);
     if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) std::vector<uint8_t>().swap(row_started);
@@ -675,14 +674,17 @@ struct FastPlan {
   // positions), take the untransposed pass instead: the same sums in the same order, one row at a time.
   static constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
   // The forward's W-first gather keeps the W-pass results of all the block's source rows; with ordinary scales
-  // that is at most the block's rows plus the taps' reach, and anything wider scatters instead.
+  // that is at most the block's rows plus the taps' reach, and anything wider scatters instead. So do rows so wide
+  // that those kept rows would pass kKeptRowsBytes (the scatter keeps one group of rows).
   static constexpr int64_t kForwardSpanSlack = 8;
+  static constexpr int64_t kKeptRowsBytes = int64_t{4} << 20;
 
   bool forward = false;
   bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
   WPass w_pass = WPass::Gather;
   HPass h_pass = HPass::Scatter;
   int64_t scatter_blocks = 0;    // the forward's W-first blocks that scatter instead (see HPass)
+  bool kept_rows_fit = true;     // the forward's W-first gather keeps its source rows within kKeptRowsBytes
   int64_t C = 0, DH = 0, DW = 0;
   int64_t cl = 1, units = 0;     // interleaved channels per row (C or 1); images or planes
   bool planar_out = false;       // interleaved rows, NCHW output: rows split into C planes (see split_w_rows)
@@ -704,7 +706,7 @@ struct FastPlan {
 
   // Whether a block whose output rows read source rows [sy0, sy1) gathers (HPass).
   bool gathers(int64_t sy0, int64_t sy1) const {
-    return forward && (h_first || sy1 - sy0 <= rows + kForwardSpanSlack);
+    return forward && (h_first || (kept_rows_fit && sy1 - sy0 <= rows + kForwardSpanSlack));
   }
 
   std::string describe() const {
@@ -785,6 +787,8 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   if (permute && p.h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
   p.rows = std::min(DH, (rows + p.group - 1) / p.group * p.group);
   p.blocks = (DH + p.rows - 1) / p.rows;
+  p.kept_rows_fit = (p.rows + FastPlan::kForwardSpanSlack) * p.out_row * static_cast<int64_t>(sizeof(acc_t)) <=
+                    FastPlan::kKeptRowsBytes;
   for (int64_t b = 0; b < p.blocks && p.forward; ++b) {
     int64_t sy0, sy1;
     th.sources(b * p.rows, std::min(DH, (b + 1) * p.rows), sy0, sy1);
@@ -795,7 +799,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   // Where the output is NCHW planes but the rows interleave the channels, the float forward that gathers W first
   // splits the W-pass results of the source rows (fewer than the output rows when upsampling) and writes each
   // output plane's rows straight from them; every other path splits its staged output rows.
-  p.split_w_rows = p.planar_out && direct && p.forward && !p.h_first && p.scatter_blocks == 0;
+  p.split_w_rows = p.planar_out && direct && !p.h_first && p.h_pass == HPass::Gather && p.scatter_blocks == 0;
   // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing or
   // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
   // rows.
@@ -804,15 +808,16 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   // read-for-ownership of every line), where each row is whole 64-byte lines.
 #ifdef RBG_X86_FAST
   if constexpr (direct && std::is_same_v<acc_t, float>)
-    p.stream_out = !p.staged && x86::has_avx2() && (p.planar_out ? DW : p.out_row) % 16 == 0 &&
+    p.stream_out = p.forward && !p.h_first && p.h_pass == HPass::Gather && !p.staged && x86::has_avx2() &&
+                   (p.planar_out ? DW : p.out_row) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0 &&
                    dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
 #endif
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
   p.mid = p.h_first ? p.rows * p.in_row
-          : th.forward() ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
-                         : p.group * p.out_row;
+          : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
+                                      : p.group * p.out_row;
   p.gbuf = p.read_in_place ? 0 : (p.h_first ? 1 : p.group) * p.in_row;
   p.lanes_in = transposed ? p.max_span * L : 0;
   p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
@@ -874,7 +879,8 @@ class TaskRunner {
       : p_(plan), io_(io), scratch_(Scratch<acc_t>::local()),
         mid_(sized(scratch_.mid, plan.mid)), gbuf_(sized(scratch_.gbuf, plan.gbuf)),
         lanes_in_(sized(scratch_.lanes_in, plan.lanes_in)), lanes_out_(sized(scratch_.lanes_out, plan.lanes_out)),
-        obuf_(sized(scratch_.obuf, plan.obuf)), planar_(sized(scratch_.planar, plan.planar)) {}
+        // The staged rows and the split W-pass results never occur in one plan: one buffer holds either.
+        obuf_(sized(scratch_.obuf, std::max(plan.obuf, plan.planar))), planar_(obuf_) {}
   ~TaskRunner() { scratch_.trim(); }
 
   void run(int64_t task) {
@@ -1336,7 +1342,8 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     // and gathering just the taps (the streaming path) does less work.
     const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
     const bool fast = moderate && AxisOp<acc_t>(mw).gather_bytes() <= kTableBudget &&
-                      std::max(SW, dst_w) * cl <= kMaxFastRow && !stream_only();
+                      std::max(SW, dst_w) * cl * static_cast<int64_t>(sizeof(acc_t)) <= kMaxFastRowBytes &&
+                      !stream_only();
     if (fast) {
       const PlanKey key{N, C, SH, SW, dst_h, dst_w, scale_h, scale_w, at::get_num_threads(),
                         static_cast<int8_t>(dir), static_cast<int8_t>(align_corners),
