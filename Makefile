@@ -34,9 +34,13 @@ test: install
 ascend-check:
 	bash tools/ascend_check.sh
 
+# bench_images.py compares with OpenCV, an optional benchmark dependency installed here (never a runtime one).
 bench: install
 	$(VPY) benchmarks/bench_cpu.py
 	$(VPY) benchmarks/bench_resize.py
+	$(VPY) -m pip install -q opencv-python-headless
+	$(VPY) benchmarks/bench_images.py
+	$(VPY) benchmarks/bench_strides.py
 
 sanitize: $(STAMP)
 	PY=$(VPY) bash tools/sanitize.sh

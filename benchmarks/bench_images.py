@@ -16,6 +16,7 @@ The image enters torch without a copy, in one of the two ways users write (--inp
 Each output is timed as the op returns it (no layout conversion after it on any side).
 
 opencv-python-headless is an optional benchmark dependency (pip install opencv-python-headless), never a runtime one.
+Writes benchmarks/results/bench_images.{txt,png} (with --input both) and prints the tables.
 
     python benchmarks/bench_images.py [--repeats 15] [--input batched|view|both]
 """
@@ -69,20 +70,52 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--input", choices=["batched", "view", "both"], default="both")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = parser.parse_args()
     import cv2
 
     torch.set_num_threads(2)
     cv2.setNumThreads(2)
+    lines, ratios = [], {}
     for form in (["batched", "view"] if args.input == "both" else [args.input]):
-        run_form(cv2, form, args.repeats)
+        ratios[form] = run_form(cv2, form, args.repeats, lines)
+    if args.input == "both":
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "bench_images.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        plot(ratios, os.path.join(args.out, "bench_images.png"))
 
 
-def run_form(cv2, form, repeats):
-    print(f"torch {torch.__version__}, OpenCV {cv2.__version__}, 2 threads, medians of {repeats} "
-          f"interleaved rounds, fresh outputs, input: {form}\n")
-    print("| case | max diff vs OpenCV | vs PyTorch | ours ms | OpenCV ms | PyTorch ms | vs OpenCV | vs PyTorch |")
-    print("|---|---|---|---|---|---|---|---|")
+def plot(ratios, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [c[0] for c in CASES]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    width = 0.38
+    for k, (form, r) in enumerate(ratios.items()):
+        label = {"batched": "from_numpy(hwc).unsqueeze(0).permute(0, 3, 1, 2): HWC out",
+                 "view": "from_numpy(hwc).permute(2, 0, 1)[None]: NCHW out"}[form]
+        ax.barh([i + (k - 0.5) * width for i in range(len(names))], [v for v, _ in r], height=width, label=label)
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup over cv2.resize(INTER_CUBIC), float32 HWC images, 2 threads (> 1: we are faster)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_form(cv2, form, repeats, lines):
+    def say(line=""):
+        print(line)
+        lines.append(line)
+
+    say(f"torch {torch.__version__}, OpenCV {cv2.__version__}, 2 threads, medians of {repeats} "
+        f"interleaved rounds, fresh outputs, input: {form}\n")
+    say("| case | max diff vs OpenCV | vs PyTorch | ours ms | OpenCV ms | PyTorch ms | vs OpenCV | vs PyTorch |")
+    say("|---|---|---|---|---|---|---|---|")
     ratios_cv, ratios_pt = [], []
     for name, h, w, c, oh, ow in CASES:
         img = np.random.default_rng(0).random((h, w, c), dtype=np.float32)
@@ -98,11 +131,12 @@ def run_form(cv2, form, repeats):
         t_ours, t_cv, t_pt = (t * 1e3 for t in medians([ours, theirs_cv, theirs_pt], repeats))
         ratios_cv.append(t_cv / t_ours)
         ratios_pt.append(t_pt / t_ours)
-        print(f"| {name} | {d_cv:.1e} | {d_pt:.1e} | {t_ours:.2f} | {t_cv:.2f} | {t_pt:.2f} | "
-              f"{t_cv / t_ours:.2f}x | {t_pt / t_ours:.1f}x |")
+        say(f"| {name} | {d_cv:.1e} | {d_pt:.1e} | {t_ours:.2f} | {t_cv:.2f} | {t_pt:.2f} | "
+            f"{t_cv / t_ours:.2f}x | {t_pt / t_ours:.1f}x |")
     geo = lambda r: math.exp(sum(map(math.log, r)) / len(r))  # noqa: E731
-    print(f"\ngeometric mean: {geo(ratios_cv):.2f}x OpenCV (min {min(ratios_cv):.2f}x), "
-          f"{geo(ratios_pt):.1f}x PyTorch (min {min(ratios_pt):.1f}x)\n")
+    say(f"\ngeometric mean: {geo(ratios_cv):.2f}x OpenCV (min {min(ratios_cv):.2f}x), "
+        f"{geo(ratios_pt):.1f}x PyTorch (min {min(ratios_pt):.1f}x)\n")
+    return list(zip(ratios_cv, ratios_pt))
 
 
 if __name__ == "__main__":

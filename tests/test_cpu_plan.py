@@ -25,6 +25,13 @@ CL = torch.channels_last
     ((1, 8, 20, 20), CL, (40, 40), True, ["widens rows", "staged"]),
     # A row wider than the fast path takes: the bounded streaming path.
     ((1, 1, 1, 2 ** 21 + 8), torch.contiguous_format, (1, 2 ** 20), True, ["streaming"]),
+    # The forward gathers its four source rows per output row; the gradient scatters each source row.
+    ((1, 3, 54, 96), CL, (108, 192), True, ["W first", "H pass gather"]),
+    ((1, 3, 54, 96), CL, (108, 192), False, ["H pass scatter"]),
+    # Upsampling rows of 1M floats: the four-row gather would keep more than 4 MiB of W-pass results, so it scatters.
+    ((1, 16, 2, 32768), CL, (4, 65536), True, ["W first", "H pass scatter"]),
+    # Large float outputs of the W-first gather: non-temporal stores.
+    ((1, 1, 1024, 1024), torch.contiguous_format, (2048, 2048), True, ["streaming stores"]),
 ])
 def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
     dtype = torch.bfloat16 if "widens rows" in expected else torch.float32
@@ -33,6 +40,17 @@ def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
     assert plan.startswith("forward" if forward else "backward"), plan
     for part in expected:
         assert part in plan, (part, plan)
+
+
+def test_an_hwc_image_from_numpy_reads_interleaved_rows_and_writes_planes():
+    # torch.from_numpy(hwc).permute(2, 0, 1)[None]: the rows interleave 3 channels (read in place), and the output is
+    # NCHW by PyTorch's layout rule: rows split into planes, after the W pass (upsampling) or when written out.
+    x = torch.empty(1, 1080, 1920, 3)[0].permute(2, 0, 1)[None]
+    up, down = _C._cpu_plan(x, 2160, 3840, True), _C._cpu_plan(x, 540, 960, True)
+    for plan in (up, down):
+        assert "cl 3" in plan and "reads in place" in plan, plan
+    assert "W-pass rows split into planes" in up and "streaming stores" in up, up
+    assert "staged, split into planes" in down, down
 
 
 def test_a_strided_view_is_planned_as_strided_rows():
