@@ -2,7 +2,7 @@
 aten::upsample_bicubic2d_backward, in the same process, interleaved, median of repeated runs.
 
 A plain copy of the same bytes (read grads, write output) is timed too: the memory ceiling.
-Writes benchmarks/results/bench_cpu.csv and bench_cpu.png and prints a Markdown table.
+Writes benchmarks/results/bench_cpu.{csv,png,txt} and prints the Markdown table (the .txt).
 
     python benchmarks/bench_cpu.py [--repeats 7] [--quick]
 """
@@ -11,6 +11,7 @@ import csv
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -30,6 +31,22 @@ STANDARD_SET = [
 WARMUP = 5
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 LAYOUTS = {"NCHW": torch.contiguous_format, "NHWC": torch.channels_last}
+
+
+def tee_stdout(path):
+    """From now on, what the script prints also goes to `path` (the table beside the CSV and the plot)."""
+    log = open(path, "w")
+
+    class Tee:
+        def write(self, text):
+            sys.__stdout__.write(text)
+            log.write(text)
+
+        def flush(self):
+            sys.__stdout__.flush()
+            log.flush()
+
+    sys.stdout = Tee()
 
 
 def timed(fn):
@@ -79,6 +96,7 @@ def main():
     dtypes = {"float32": torch.float32} if args.quick else DTYPES
     repeats = 3 if args.quick else args.repeats
     os.makedirs(args.out, exist_ok=True)
+    tee_stdout(os.path.join(args.out, "bench_cpu.txt"))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {repeats} interleaved runs\n")
     rows = []
     header = "| # | grads -> image | dtype | layout | ours ms | PyTorch ms | speedup | ours GB/s | copy GB/s | of ceiling |"

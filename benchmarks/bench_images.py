@@ -102,7 +102,7 @@ def plot(ratios, path):
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlabel("speedup over cv2.resize(INTER_CUBIC), float32 HWC images, 2 threads (> 1: we are faster)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -9,7 +9,7 @@ process, interleaved, median of repeated runs after warm-up:
 * the aten override: unmodified F.interpolate forward + backward with enable_aten_override() on vs off.
 
 Shapes: the standard set of bench_cpu.py read as resizes (image -> grads size). Writes
-benchmarks/results/bench_resize.{csv,png} and prints a Markdown table.
+benchmarks/results/bench_resize.{csv,png,txt} and prints the Markdown table (the .txt).
 
     python benchmarks/bench_resize.py [--repeats 7] [--quick] [--no-compile] [--compile-all]
 """
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 import torch_resize_bicubic as trb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cpu import DTYPES, LAYOUTS, STANDARD_SET, WARMUP, timed  # noqa: E402
+from bench_cpu import DTYPES, LAYOUTS, STANDARD_SET, WARMUP, tee_stdout, timed  # noqa: E402
 
 
 def medians(fns, repeats):
@@ -95,6 +95,7 @@ def main():
     dtypes = {"float32": torch.float32} if args.quick else DTYPES
     repeats = 3 if args.quick else args.repeats
     os.makedirs(args.out, exist_ok=True)
+    tee_stdout(os.path.join(args.out, "bench_resize.txt"))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {repeats} interleaved runs "
           f"after {WARMUP} warm-up rounds\n")
     header = ("| # | image -> size | dtype | layout | fwd ours ms | fwd PyTorch ms | fwd speedup | of copy ceiling "

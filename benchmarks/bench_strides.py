@@ -2,7 +2,8 @@
 memory whose size-1 N carries stride C, so PyTorch's layout rule gives an NCHW output), side by side in one process
 with the same memory given dense channels_last strides (a zero-copy view; its output is channels_last) and with an
 NCHW copy, and with PyTorch's own kernel on the numpy view. The gradient takes grads of each input's output layout
-in the same three forms. Medians of interleaved rounds, 2 threads, fresh outputs.
+in the same three forms. Medians of interleaved rounds, 2 threads, fresh outputs. Writes
+benchmarks/results/bench_strides.txt and prints the table.
 
     python benchmarks/bench_strides.py [--repeats 11]
 """
@@ -37,11 +38,18 @@ def forms(t):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = parser.parse_args()
     torch.set_num_threads(2)
-    print(f"torch {torch.__version__}, 2 threads, medians of {args.repeats} interleaved rounds, ms\n")
-    print("| case | op | numpy view | dense channels_last | NCHW copy | view / dense | PyTorch on the view |")
-    print("|---|---|---|---|---|---|---|")
+    lines = []
+
+    def say(line=""):
+        print(line)
+        lines.append(line)
+
+    say(f"torch {torch.__version__}, 2 threads, medians of {args.repeats} interleaved rounds, ms\n")
+    say("| case | op | numpy view | dense channels_last | NCHW copy | view / dense | PyTorch on the view |")
+    say("|---|---|---|---|---|---|---|")
     for name, c, h, w, oh, ow in CASES:
         x = torch.rand(1, c, h, w, generator=torch.Generator().manual_seed(0))
         g = torch.rand(1, c, oh, ow, generator=torch.Generator().manual_seed(1))
@@ -55,8 +63,11 @@ def main():
             assert all(torch.equal(outs[0], o) for o in outs[1:]), "the same values from every form"
             fns = [lambda t=t: run(t) for t in inputs] + [lambda: theirs(inputs[0])]
             t_view, t_dense, t_nchw, t_pt = (t * 1e3 for t in medians(fns, args.repeats))
-            print(f"| {name} | {op} | {t_view:.2f} | {t_dense:.2f} | {t_nchw:.2f} | {t_view / t_dense:.2f} | "
-                  f"{t_pt:.2f} |")
+            say(f"| {name} | {op} | {t_view:.2f} | {t_dense:.2f} | {t_nchw:.2f} | {t_view / t_dense:.2f} | "
+                f"{t_pt:.2f} |")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_strides.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
