@@ -625,13 +625,15 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 // same code runs the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the
 // AxisOps differ.
 //
-// Extra memory, per thread (the scratch above): three row buffers (S or one group's W-pass results, the
-// staged output rows, a widened input row group), each at most max(256 KiB, one row group), where a row
-// group is kLanes / C_l rows of at most 16384 floats (1 MiB) in the transposed pass and one row of at
-// most kMaxFastRow elements (4 MiB) otherwise; and two transposed blocks of at most 4096 and 1024
-// positions x 64 bytes (320 KiB), and 12 KiB of padded row tails for the permute W pass. Plus two axis
-// tables, at most kTableBudget (8 MiB) each, and the permute W pass's plan (at most 576 KiB), shared.
-// No buffer grows with N, C or H: with T threads at most T x 12.3 MiB + 16.6 MiB, whatever the shape.
+// Extra memory, per thread and accumulation type (the scratch above): three row buffers (S or W-pass results, the
+// staged output rows or the W-pass results split into planes, a widened input row group), each at most 4 MiB: a
+// row of the fast path is at most kMaxFastRowBytes, the forward's W-first gather keeps at most kKeptRowsBytes of
+// source rows, and a transposed row group is kLanes / C_l rows of at most 16384 floats (1 MiB); two transposed
+// blocks of at most 4096 and 1024 positions x 64 bytes (320 KiB), the forward's ring of 8 widened rows (512 KiB
+// float), the streaming scratch (1 MiB float, 2 MiB double: the overflow guard uses it too), 12 KiB of padded row
+// tails and 64 KiB of row flags. Shared: two axis tables, at most kTableBudget (8 MiB) each, the permute W pass's
+// plan (at most 576 KiB), and the plan cache (kPlanCacheBytes). No buffer grows with N, C or H: with T threads at
+// most T x 15.9 MiB + 20.6 MiB for float work, T x 29.3 MiB + 20.6 MiB with float64 too (docs/performance.md).
 
 // How src's rows lie, read from its strides with every size-1 dimension ignored (such a dimension never moves an
 // address, and PyTorch's contiguity rules ignore its stride too): the C channels of a position next to each other
@@ -1252,7 +1254,7 @@ int64_t vector_bytes(const std::vector<T>& v) {
 }
 
 // The last plans made, so that repeated calls (a training loop, small images one after another) skip planning,
-// which costs 15-20% of a call on a 300 x 300 image. At most kPlanCacheBytes in all; larger plans are not kept
+// which costs about a quarter of a call on a 300 x 300 image. At most kPlanCacheBytes in all; larger plans are not kept
 // (their calls take long enough that planning does not show).
 constexpr int64_t kPlanCacheBytes = int64_t{4} << 20;
 constexpr size_t kPlanCacheEntries = 16;
