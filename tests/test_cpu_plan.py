@@ -30,8 +30,9 @@ CL = torch.channels_last
     ((1, 3, 54, 96), CL, (108, 192), False, ["H pass scatter"]),
     # Upsampling rows of 1M floats: the four-row gather would keep more than 4 MiB of W-pass results, so it scatters.
     ((1, 16, 2, 32768), CL, (4, 65536), True, ["W first", "H pass scatter"]),
-    # Large float outputs of the W-first gather: non-temporal stores.
-    ((1, 1, 1024, 1024), torch.contiguous_format, (2048, 2048), True, ["streaming stores"]),
+    # Large float outputs of the W-first gather: non-temporal stores; an exact 2x upsampling of planes: the W pass
+    # takes pairs of blocks without permutes.
+    ((1, 1, 1024, 1024), torch.contiguous_format, (2048, 2048), True, ["streaming stores", "(2x phase pairs)"]),
 ])
 def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
     dtype = torch.bfloat16 if "widens rows" in expected else torch.float32
@@ -51,6 +52,14 @@ def test_an_hwc_image_from_numpy_reads_interleaved_rows_and_writes_planes():
         assert "cl 3" in plan and "reads in place" in plan, plan
     assert "W-pass rows split into planes" in up and "streaming stores" in up, up
     assert "staged, split into planes" in down, down
+
+
+def test_the_2x_phase_pairs_are_taken_only_for_exact_2x_upsampling_of_planes():
+    x = torch.empty(1, 2, 30, 64)
+    assert "(2x phase pairs)" in _C._cpu_plan(x, 60, 128, True)
+    for size in [(60, 127), (60, 64), (60, 96)]:  # 1.98x, the same width, 1.5x
+        assert "(2x phase pairs)" not in _C._cpu_plan(x, *size, True)
+    assert "(2x phase pairs)" not in _C._cpu_plan(x.contiguous(memory_format=CL), 60, 128, True)  # interleaved
 
 
 def test_a_strided_view_is_planned_as_strided_rows():

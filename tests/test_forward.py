@@ -29,6 +29,17 @@ def test_forward_matches_pytorch(n, c, h, w, oh, ow, align, dtype, layout, seed)
     assert_forward_close(forward(x, (oh, ow), align), x, (oh, ow), align)
 
 
+@pytest.mark.parametrize("shape,size", [((2, 3, 20, 64), (40, 128)), ((1, 1, 33, 33), (66, 66)),
+                                        ((1, 4, 7, 100), (14, 200)), ((1, 2, 16, 8), (32, 16))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["contiguous", "sliced"])
+def test_forward_exact_2x_upsampling_matches_pytorch(shape, size, dtype, layout):
+    # Exact 2x along W of plane rows: the AVX2 W pass takes pairs of blocks by phase (kUp2), and rows too short for
+    # a pair take the ordinary windows.
+    x = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(2)).to(dtype), layout)
+    assert_forward_close(forward(x, size, False), x, size, False)
+
+
 @given(h=st.integers(1, 9), w=st.integers(1, 9), fh=st.floats(0.05, 20.0), fw=st.floats(0.05, 20.0),
        oh=st.integers(1, 30), ow=st.integers(1, 30), dtype=st.sampled_from(DTYPES), channels_last=st.booleans())
 def test_forward_explicit_scales(h, w, fh, fw, oh, ow, dtype, channels_last):

@@ -545,7 +545,30 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
   plan.weight.assign(plan.blocks * 32, 0.0f);
   // Source element of tap k of output element e.
   auto source = [&](int64_t e, int k) { return table.col[4 * (e / cl) + k] * cl + e % cl; };
+  // Blocks b, b + 1 of an exact 2x upsampling of a plane's row (kUp2): output e0 + 2j + phase takes taps
+  // base + j + phase + k with the weights of its phase, and the five loads from base stay inside the row.
+  auto upsampled_2x = [&](int64_t b) {
+    const int64_t e0 = b * 8, base = source(e0, 0);
+    if (cl != 1 || e0 + 16 > elements || base < 0 || base + 12 > plan.in_len) return false;
+    for (int64_t e = e0; e < e0 + 16; ++e) {
+      const int64_t j = (e - e0) / 2, phase = (e - e0) % 2;
+      for (int k = 0; k < 4; ++k)
+        if (source(e, k) != base + j + phase + k || table.w[4 * e + k] != table.w[4 * (e0 + phase) + k]) return false;
+    }
+    return true;
+  };
   for (int64_t b = 0; b < plan.blocks; ++b) {
+    if (upsampled_2x(b)) {
+      plan.kind[b] = Plan::kUp2;
+      plan.kind[b + 1] = Plan::kUp2Next;
+      plan.base[b * 4] = source(b * 8, 0);
+      for (int k = 0; k < 4; ++k) {
+        plan.weight[b * 32 + k] = table.w[4 * (b * 8) + k];
+        plan.weight[b * 32 + 4 + k] = table.w[4 * (b * 8 + 1) + k];
+      }
+      ++b;
+      continue;
+    }
     const int64_t e0 = b * 8, e1 = std::min(elements, e0 + 8);
     int64_t tap_lo[4], lo = source(e0, 0), hi = lo, widest_tap = 0;
     for (int k = 0; k < 4; ++k) {
@@ -711,10 +734,19 @@ struct FastPlan {
     return forward && (h_first || (kept_rows_fit && sy1 - sy0 <= rows + kForwardSpanSlack));
   }
 
+  // Whether the permute W pass does some blocks as exact-2x phase pairs (x86::PermutePlan::kUp2).
+  bool up2_pairs() const {
+#ifdef RBG_X86_FAST
+    if (w_pass == WPass::Permute)
+      return std::find(permute.kind.begin(), permute.kind.end(), x86::PermutePlan::kUp2) != permute.kind.end();
+#endif
+    return false;
+  }
+
   std::string describe() const {
     static const char* kW[] = {"permute", "fused4", "gather", "transposed"};
     std::string s = std::string(forward ? "forward" : "backward") + " fast: " + (h_first ? "H first" : "W first") +
-                    ", W pass " + kW[static_cast<int>(w_pass)] + ", H pass " +
+                    ", W pass " + kW[static_cast<int>(w_pass)] + (up2_pairs() ? " (2x phase pairs)" : "") + ", H pass " +
                     (h_pass == HPass::Gather ? "gather" : "scatter");
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
