@@ -540,6 +540,7 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
   plan.n_out = elements;
   plan.in_len = in_len * cl;
   plan.kind.assign(plan.blocks, Plan::kShared8);
+  plan.padded = false;
   plan.base.assign(plan.blocks * 4, 0);
   plan.index.assign(plan.blocks * 32, 0);
   plan.weight.assign(plan.blocks * 32, 0.0f);
@@ -616,9 +617,11 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
       continue;
     }
     const bool shared = kind == Plan::kShared8 || kind == Plan::kShared16;
+    const int64_t window = kind == Plan::kShared8 || kind == Plan::kTap8 ? 8 : kind == Plan::kTap24 ? 24 : 16;
     plan.kind[b] = kind;
     for (int k = 0; k < 4; ++k) {
       const int64_t base = shared ? lo : tap_lo[k];
+      plan.padded = plan.padded || base + window > plan.in_len;  // this window reads the row's padded tail
       plan.base[b * 4 + k] = base;
       for (int64_t e = e0; e < e1; ++e) {
         const int64_t lane = e - e0, from = even ? e0 + x86::kEvenLanes[lane] : e;  // the output lane holds

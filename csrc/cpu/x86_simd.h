@@ -316,6 +316,7 @@ struct PermutePlan {
     kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4, kUp2, kUp2Next
   };
   int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
+  bool padded = false;                        // some window runs past the row: the rows' tails are padded
   std::vector<Kind> kind;         // [block]: the cheapest window that holds its taps
   std::vector<int64_t> base;      // [block][tap]: first source element of the tap's window (all equal if shared)
   // [block][tap][8]: element in the window. kShift: [block][0][8] the load each lane takes, [block][1][m]
@@ -482,16 +483,17 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                            float* pad) {
   const int64_t tail0 = permute_pad_start(p), tail_len = p.in_len - tail0;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows && p.padded; ++r) {
     float* dst = pad + r * kPermutePad;
     const float* tail = in + r * in_stride + tail0;
-    int64_t k = 0;
-    if (tail_len == kPermuteTail) {  // rows of 24 or more: three vector moves
-      for (; k < kPermuteTail; k += 8) _mm256_storeu_ps(dst + k, _mm256_loadu_ps(tail + k));
+    if (tail_len == kPermuteTail) {  // rows of 24 or more: six vector moves (a zero loop would become rep stos)
+      for (int64_t k = 0; k < kPermuteTail; k += 8) _mm256_storeu_ps(dst + k, _mm256_loadu_ps(tail + k));
+      for (int64_t k = kPermuteTail; k < kPermutePad; k += 8) _mm256_storeu_ps(dst + k, _mm256_setzero_ps());
     } else {
+      int64_t k = 0;
       for (; k < tail_len; ++k) dst[k] = tail[k];
+      for (; k < kPermutePad; ++k) dst[k] = 0.0f;
     }
-    for (; k < kPermutePad; ++k) dst[k] = 0.0f;
   }
   __m256i carry = _mm256_setzero_si256();
   for (int64_t b = 0; b < p.blocks; ++b) {
