@@ -44,14 +44,15 @@ def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
 
 
 def test_an_hwc_image_from_numpy_reads_interleaved_rows_and_writes_planes():
-    # torch.from_numpy(hwc).permute(2, 0, 1)[None]: the rows interleave 3 channels (read in place), and the output is
-    # NCHW by PyTorch's layout rule: rows split into planes, after the W pass (upsampling) or when written out.
+    # torch.from_numpy(hwc).permute(2, 0, 1)[None]: the rows interleave 3 channels, and the output is NCHW by
+    # PyTorch's layout rule: upsampling splits the input rows into planes before the W pass (which then takes exact
+    # 2x as phase pairs), downsampling reads the rows in place and splits the staged output rows.
     x = torch.empty(1, 1080, 1920, 3)[0].permute(2, 0, 1)[None]
     up, down = _C._cpu_plan(x, 2160, 3840, True), _C._cpu_plan(x, 540, 960, True)
     for plan in (up, down):
-        assert "cl 3" in plan and "reads in place" in plan, plan
-    assert "W-pass rows split into planes" in up and "streaming stores" in up, up
-    assert "staged, split into planes" in down, down
+        assert "cl 3" in plan and "gathers strided rows" not in plan, plan
+    assert "input rows split into planes" in up and "(2x phase pairs)" in up and "streaming stores" in up, up
+    assert "reads in place, staged, split into planes" in down, down
 
 
 def test_the_2x_phase_pairs_are_taken_only_for_exact_2x_upsampling_of_planes():

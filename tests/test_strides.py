@@ -2,8 +2,7 @@
 image as torch sees it from numpy (torch.from_numpy(hwc).permute(2, 0, 1)[None]): channels_last memory whose size-1
 N carries stride C, so that PyTorch's layout rule gives an NCHW output. The CPU engine plans from how the rows really
 lie (csrc/cpu/bicubic_resampler.cpp, RowLayout): the same sums as for the dense tensor, so the same bits, and the
-same plan but for how the output is written."""
-import re
+same plan wherever the output's layout is the same."""
 
 import numpy as np
 import pytest
@@ -26,12 +25,6 @@ def hwc_view(t: torch.Tensor) -> torch.Tensor:
     v = t[0].permute(1, 2, 0).contiguous().permute(2, 0, 1)[None]  # what from_numpy(hwc).permute(2, 0, 1)[None] is
     assert v.shape[1] == 1 or (v.stride(0) == v.shape[1] and suggest_memory_format(v) == torch.contiguous_format)
     return v
-
-
-def plan_core(plan: str) -> str:
-    """A plan without how the output is written (staging, splitting into planes, streaming stores), which follows
-    the output's layout rather than the input's."""
-    return re.sub(r", (staged|split into planes|W-pass rows split into planes|streaming stores)", "", plan)
 
 
 def forward(x, size):
@@ -71,7 +64,11 @@ def test_size_one_strides_change_no_bit_and_no_plan(case):
     assert y.is_contiguous(memory_format=suggest_memory_format(x))
     if forward_op and dtype == torch.float32:
         assert y.stride() == F.interpolate(x, size=tuple(size), mode="bicubic").stride()
-    assert plan_core(_C._cpu_plan(x, *size, forward_op)) == plan_core(_C._cpu_plan(dense, *size, forward_op))
+    plan, dense_plan = _C._cpu_plan(x, *size, forward_op), _C._cpu_plan(dense, *size, forward_op)
+    if suggest_memory_format(x) == suggest_memory_format(dense):
+        assert plan == dense_plan
+    else:  # the odd stride changed PyTorch's layout rule (a numpy-like view): the rows are still read as they lie
+        assert "gathers strided rows" not in plan and ("split into planes" in plan or "cl 1," in plan), plan
 
 
 # ---- the numpy view of an HWC image ------------------------------------------------------------------------------
@@ -98,12 +95,12 @@ def test_numpy_view_equals_its_dense_copy_and_pytorch(c, h, w, size, dtype):
     assert_matches_reference(dx, g, (h, w), False)
 
 
-@pytest.mark.parametrize("size, split", [((216, 384), "W-pass rows split into planes"),
-                                         ((27, 48), "split into planes")])
-def test_numpy_view_reads_interleaved_rows_in_place(size, split):
+@pytest.mark.parametrize("size, split", [((216, 384), "input rows split into planes"),
+                                         ((27, 48), "reads in place, staged, split into planes")])
+def test_numpy_view_reads_interleaved_rows(size, split):
     x = hwc_view(torch.randn(1, 3, 108, 192))
     plan = _C._cpu_plan(x, *size, True)
-    assert "cl 3" in plan and "reads in place" in plan and split in plan, plan
+    assert "cl 3" in plan and split in plan, plan
     # ... where it used to take each plane's elements one by one
     assert "gathers strided rows" not in plan
 

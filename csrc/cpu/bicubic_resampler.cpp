@@ -715,8 +715,9 @@ struct FastPlan {
   bool kept_rows_fit = true;     // the forward's W-first gather keeps its source rows within kKeptRowsBytes
   int64_t C = 0, DH = 0, DW = 0;
   int64_t cl = 1, units = 0;     // interleaved channels per row (C or 1); images or planes
-  bool planar_out = false;       // interleaved rows, NCHW output: rows split into C planes (see split_w_rows)
-  bool split_w_rows = false;     // ... by splitting the W-pass results, the output rows then written plane by plane
+  bool planar_out = false;       // interleaved rows, NCHW output: rows split into C planes (see split_input)
+  bool split_input = false;      // ... by splitting the input rows before the W pass, which then runs on planes' rows
+  int64_t w_cl = 1;              // interleaved channels in a W-pass row: cl, or 1 after split_input
   int64_t in_row = 0, out_row = 0;
   int64_t group = 1;             // rows per W-pass step
   bool contiguous_row = false;   // input rows are contiguous elements (read as they are)
@@ -727,7 +728,8 @@ struct FastPlan {
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
-  int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0, planar = 0;
+  int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0;
+  int64_t guard_rows = 0;  // split_input: the overflow guard's rows, recomputed interleaved before they are split
 #ifdef RBG_X86_FAST
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
 #endif
@@ -754,11 +756,15 @@ struct FastPlan {
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
          " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl);
-    if (read_in_place) s += ", reads in place";
-    else if (contiguous_row) s += ", widens rows";
-    else s += ", gathers strided rows";
+    if (split_input) {
+      // the rows are read by the split (below)
+    } else if (read_in_place) {
+      s += ", reads in place";
+    } else {
+      s += contiguous_row ? ", widens rows" : ", gathers strided rows";
+    }
     if (staged) s += ", staged";
-    if (planar_out) s += split_w_rows ? ", W-pass rows split into planes" : ", split into planes";
+    if (planar_out) s += split_input ? ", input rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
     return s;
   }
@@ -766,7 +772,7 @@ struct FastPlan {
 
 template <typename scalar_t, typename acc_t>
 FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                   const AxisCsr<acc_t>& table, bool channels_last_out) {
+                   const AxisCsr<acc_t>& table, bool channels_last_out, bool may_split_input = true) {
   constexpr int64_t L = kLanes<acc_t>;
   constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
   const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
@@ -788,6 +794,14 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
     p.chunks.push_back(c);
   }
   const int64_t cl = p.cl;
+  p.h_first = DH <= SH;
+  // Interleaved rows into an NCHW output: the float forward that gathers W first (upsampling in H) splits its
+  // source rows into planes before the W pass (fewer than the W-pass results or the output rows), so that the W pass
+  // resamples planes' rows and the H pass writes each plane's output rows straight; every other path splits its
+  // staged output rows.
+  p.split_input = may_split_input && p.planar_out && direct && p.forward && !p.h_first;
+  p.w_cl = p.split_input ? 1 : cl;
+  const int64_t wcl = p.w_cl;
   // Float rows of the forward with fewer than L interleaved channels take the permute W pass where the CPU has
   // AVX2 (same bits, no transposes; measured 1.2-1.8x faster than the transposed pass for 2-12 channels).
   bool permute = false;
@@ -795,26 +809,25 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   if constexpr (std::is_same_v<acc_t, float>) {
     // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the plan
     // within 576 KiB.
-    if (tw.forward() && cl < L && std::max(SW, DW) * cl <= FastPlan::kMaxGroupRow && x86::has_avx2())
-      permute = build_permute_plan(table, DW, SW, cl, p.permute);
+    if (tw.forward() && wcl < L && std::max(SW, DW) * wcl <= FastPlan::kMaxGroupRow && x86::has_avx2())
+      permute = build_permute_plan(table, DW, SW, wcl, p.permute);
   }
 #else
   (void)table;
 #endif
-  const bool transposed = !permute && cl < L && p.max_span <= FastPlan::kMaxChunkSpan &&
-                          (L / cl) * std::max(SW, DW) * cl <= L * FastPlan::kMaxGroupRow;
+  const bool transposed = !permute && wcl < L && p.max_span <= FastPlan::kMaxChunkSpan &&
+                          (L / wcl) * std::max(SW, DW) * wcl <= L * FastPlan::kMaxGroupRow;
   // The forward has exactly four taps per position: with at least 8 channels, one fused pass over them, in
   // PyTorch's order, instead of four read-modify-write sweeps.
   p.w_pass = permute ? WPass::Permute
              : transposed ? WPass::Transposed
-             : (tw.forward() && cl >= 8) ? WPass::Fused4
-                                         : WPass::Gather;
-  p.h_first = DH <= SH;
-  // Rows per W-pass step: a transposed block's lines; the permute pass takes the W-first forward's source rows 16
-  // at a time, and needs no grouping after an H pass.
-  p.group = transposed ? L / cl : (permute && !p.h_first) ? L : 1;
+             : (tw.forward() && wcl >= 8) ? WPass::Fused4
+                                          : WPass::Gather;
+  // Source rows per W-pass step: a transposed block's lines (L W-pass rows); the permute pass takes the W-first
+  // forward's source rows 16 at a time, and needs no grouping after an H pass.
+  p.group = transposed ? std::max<int64_t>(1, L / cl) : (permute && !p.h_first) ? L : 1;
   p.contiguous_row = row_layout(src) == (cl > 1 ? RowLayout::Interleaved : RowLayout::Planar);
-  p.read_in_place = direct && p.contiguous_row;  // W-first reads float input rows where they are
+  p.read_in_place = direct && p.contiguous_row && !p.split_input;  // W-first reads float input rows where they are
   int64_t rows = rows_per_task(p.units, DH);
   const int64_t widest = std::max(p.in_row, p.out_row) * static_cast<int64_t>(sizeof(acc_t));
   rows = std::min(rows, std::max<int64_t>(p.group, (int64_t{256} << 10) / widest));
@@ -833,14 +846,13 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   }
   p.h_pass = p.forward && p.scatter_blocks < p.blocks ? HPass::Gather : HPass::Scatter;
   if (p.h_pass == HPass::Scatter) p.scatter_blocks = 0;
-  // Where the output is NCHW planes but the rows interleave the channels, the float forward that gathers W first
-  // splits the W-pass results of the source rows (fewer than the output rows when upsampling) and writes each
-  // output plane's rows straight from them; every other path splits its staged output rows.
-  p.split_w_rows = p.planar_out && direct && !p.h_first && p.h_pass == HPass::Gather && p.scatter_blocks == 0;
+  // The split input rows serve the gather only: where some block scatters, plan again without splitting.
+  if (p.split_input && (p.h_pass != HPass::Gather || p.scatter_blocks > 0))
+    return plan_fast<scalar_t, acc_t>(src, dst, th, tw, table, channels_last_out, false);
   // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing or
   // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
   // rows.
-  p.staged = !direct || (p.planar_out && !p.split_w_rows) || (p.h_first && transposed);
+  p.staged = !direct || (p.planar_out && !p.split_input) || (p.h_first && transposed);
   // Float outputs too large to stay in cache are written with non-temporal stores by the W-first forward (no
   // read-for-ownership of every line), where each row is whole 64-byte lines.
 #ifdef RBG_X86_FAST
@@ -859,7 +871,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   p.lanes_in = transposed ? p.max_span * L : 0;
   p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
   p.obuf = p.staged ? p.rows * p.out_row : 0;
-  p.planar = p.split_w_rows ? p.mid : 0;
+  p.guard_rows = p.split_input && std::is_same_v<acc_t, float> ? p.rows * p.out_row : 0;
   return p;
 }
 
@@ -916,8 +928,8 @@ class TaskRunner {
       : p_(plan), io_(io), scratch_(Scratch<acc_t>::local()),
         mid_(sized(scratch_.mid, plan.mid)), gbuf_(sized(scratch_.gbuf, plan.gbuf)),
         lanes_in_(sized(scratch_.lanes_in, plan.lanes_in)), lanes_out_(sized(scratch_.lanes_out, plan.lanes_out)),
-        // The staged rows and the split W-pass results never occur in one plan: one buffer holds either.
-        obuf_(sized(scratch_.obuf, std::max(plan.obuf, plan.planar))), planar_(obuf_) {}
+        // The staged rows and the guard's rows of split_input never occur in one plan: one buffer holds either.
+        obuf_(sized(scratch_.obuf, std::max(plan.obuf, plan.guard_rows))) {}
   ~TaskRunner() { scratch_.trim(); }
 
   void run(int64_t task) {
@@ -956,10 +968,11 @@ class TaskRunner {
     return buf;
   }
 
-  // W pass of n rows: rows in_stride apart (SW positions) -> rows out_row apart (DW positions). `final`: these are
-  // the task's output rows (the permute pass then tests them for inf/NaN as it stores them).
-  void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final) {
-    const int64_t cl = p_.cl, out_row = p_.out_row;
+  // W pass of n rows: rows in_stride apart (SW positions of w_cl channels) -> rows out_stride apart (DW positions;
+  // out_row by default). `final`: these are the task's output rows (the permute pass then tests them for inf/NaN as
+  // it stores them).
+  void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final, int64_t out_stride = -1) {
+    const int64_t cl = p_.w_cl, out_row = out_stride < 0 ? p_.out_row : out_stride;
     const AxisCsr<acc_t>& table = io_.table;
     switch (p_.w_pass) {
       case WPass::Permute: {
@@ -997,8 +1010,8 @@ class TaskRunner {
                                  table.w.data(), p_.DW);
         return;
       case WPass::Transposed:
-        for (int64_t r0 = 0; r0 < n; r0 += p_.group) {
-          const int64_t lines = std::min(p_.group, n - r0) * cl;
+        for (int64_t r0 = 0; r0 < n; r0 += kLanes<acc_t> / cl) {
+          const int64_t lines = std::min(kLanes<acc_t> / cl, n - r0) * cl;
           for (const WChunk& c : p_.chunks) {
             lines_to_lanes(lanes_in_, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
             w_pass_lanes(lanes_out_, lanes_in_, table.ptr.data(), table.col.data(), table.w.data(), c.i0, c.i1, c.o0);
@@ -1061,8 +1074,8 @@ class TaskRunner {
   }
 
   // Forward, W first: the W pass of every source row of the block once, then each output row from its four, in
-  // one fused pass (float rows tested for inf/NaN as they are stored). With split_w_rows the W-pass results are
-  // split into planes first and each output row is C plane rows, written where they belong.
+  // one fused pass (float rows tested for inf/NaN as they are stored). With split_input each source row is split
+  // into its C planes' rows before the W pass, and each output row is C plane rows, written where they belong.
   void gather_w_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
     const int64_t in_row = p_.in_row, out_row = p_.out_row;
     // The W-pass results live in a ring of `cap` rows (source row sy in slot sy % cap; the block's sy1 - sy0 <= cap
@@ -1074,27 +1087,29 @@ class TaskRunner {
     const int64_t first_new = reuse ? std::max(sy0, ring_hi_) : sy0;
     for (int64_t syg = first_new; syg < sy1;) {
       const int64_t slot = syg % cap, n = std::min({p_.group, sy1 - syg, cap - slot});  // no wrap inside a step
-      if (p_.read_in_place) {
+      if (p_.split_input) {  // n source rows -> n x C planes' rows of SW, resampled to n x C rows of DW
+        const int64_t SW = in_row / p_.C;
+        split_into_planes(gbuf_, in_row, SW, reinterpret_cast<const acc_t*>(su + syg * io_.sh), io_.sh, n, SW, p_.C);
+        w_pass(rows_w + slot * out_row, gbuf_, SW, n * p_.C, false, p_.DW);
+      } else if (p_.read_in_place) {
         w_pass(rows_w + slot * out_row, reinterpret_cast<const acc_t*>(su + syg * io_.sh), io_.sh, n, false);
       } else {
         for (int64_t r = 0; r < n; ++r) input_row(su + (syg + r) * io_.sh, gbuf_ + r * in_row, 0, in_row);
         w_pass(rows_w + slot * out_row, gbuf_, in_row, n, false);
       }
-      if (p_.split_w_rows)
-        split_into_planes(planar_ + slot * out_row, out_row, p_.DW, rows_w + slot * out_row, out_row, n, p_.DW, p_.C);
       syg += n;
     }
     ring_lo_ = reuse ? std::max(ring_lo_, sy1 - cap) : sy0;
     ring_hi_ = std::max(sy1, reuse ? ring_hi_ : sy1);
     ring_unit_ = u;
-    // Output row pieces: C plane rows of DW (split_w_rows), or the whole row.
-    const acc_t* const sources = p_.split_w_rows ? planar_ : rows_w;
-    const int64_t segments = p_.split_w_rows ? p_.C : 1, seg_len = p_.split_w_rows ? p_.DW : out_row;
+    // Output row pieces: C plane rows of DW (split_input), or the whole row.
+    const acc_t* const sources = rows_w;
+    const int64_t segments = p_.split_input ? p_.C : 1, seg_len = p_.split_input ? p_.DW : out_row;
     for (int64_t dy = y0; dy < y1; ++dy) {
       const RowTaps t = row_taps(dy);
       for (int64_t c = 0; c < segments; ++c) {
         auto at = [&](int k) { return sources + (t.s[k] % cap) * out_row + c * seg_len; };
-        acc_t* const row = p_.split_w_rows ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
+        acc_t* const row = p_.split_input ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
                                            : ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
           bool bad;
@@ -1187,11 +1202,10 @@ class TaskRunner {
       // sends them through the streaming path in double; for NaN/inf inputs that gives the same positions, for
       // finite ones the correctly overflowed result.
       if (tested_ ? nonfinite_ : any_nonfinite(ob, n)) {
-        // Rows already in the planes (split_w_rows) are recomputed in one piece and split again.
-        acc_t* const rows = p_.split_w_rows ? planar_ : ob;
-        if (p_.split_w_rows) ring_unit_ = -1;  // planar_ is the recomputed rows now
+        // Rows already in the planes (split_input) are recomputed in one piece and split again.
+        acc_t* const rows = p_.split_input ? obuf_ : ob;
         stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, y0, y1, rows);
-        if (p_.split_w_rows) split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, out_row, y1 - y0, p_.DW, p_.C);
+        if (p_.split_input) split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, out_row, y1 - y0, p_.DW, p_.C);
       }
     }
     if (!p_.staged) return;
@@ -1215,7 +1229,6 @@ class TaskRunner {
   acc_t* const lanes_in_;
   acc_t* const lanes_out_;
   acc_t* const obuf_;
-  acc_t* const planar_;
   bool tested_ = false, nonfinite_ = false;  // set when the task's final pass tested its rows for inf/NaN
   int64_t ring_unit_ = -1, ring_lo_ = 0, ring_hi_ = 0;  // source rows [lo, hi) of unit ring_unit_ in gather_w_first's ring
 };
