@@ -937,7 +937,10 @@ class TaskRunner {
     const int64_t u = task / p_.blocks;
     const int64_t y0 = (task % p_.blocks) * p_.rows, y1 = std::min(p_.DH, y0 + p_.rows);
     const scalar_t* su = p_.cl > 1 ? io_.src + u * io_.sn : io_.src + (u / p_.C) * io_.sn + (u % p_.C) * io_.sc;
-    acc_t* ob = p_.staged ? obuf_ : reinterpret_cast<acc_t*>(io_.dst + (u * p_.DH + y0) * p_.out_row);
+    // The task's output rows: staged, in the output itself, or (split_input) C plane rows each, written by the pass.
+    acc_t* ob = p_.staged        ? obuf_
+                : p_.split_input ? nullptr
+                                 : reinterpret_cast<acc_t*>(io_.dst + (u * p_.DH + y0) * p_.out_row);
     int64_t sy0, sy1;
     io_.th.sources(y0, y1, sy0, sy1);
     if (!p_.gathers(sy0, sy1)) {
