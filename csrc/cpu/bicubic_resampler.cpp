@@ -751,8 +751,8 @@ struct FastPlan {
   std::string describe() const {
     static const char* kW[] = {"permute", "fused4", "gather", "transposed"};
     std::string s = std::string(forward ? "forward" : "backward") + " fast: " + (h_first ? "H first" : "W first") +
-                    ", W pass " + kW[static_cast<int>(w_pass)] + (up2_pairs() ? " (2x phase pairs)" : "") + ", H pass " +
-                    (h_pass == HPass::Gather ? "gather" : "scatter");
+                    ", W pass " + kW[static_cast<int>(w_pass)] + (up2_pairs() ? " (2x phase pairs)" : "") +
+                    ", H pass " + (h_pass == HPass::Gather ? "gather" : "scatter");
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
          " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl);
@@ -881,7 +881,7 @@ bool print_plans() {
 }
 
 // Rows of C interleaved channels (n_rows x n_pos positions, rows `row` elements apart) split into C planes: element
-// (r, i, c) goes to planes[r * plane_row + c * plane + i], narrowed to the output type. Data movement only.
+// (r, i, c) goes to planes[r * plane_row + c * plane + i], converted to the destination's type. Data movement only.
 template <typename scalar_t, typename acc_t>
 void split_into_planes(scalar_t* planes, int64_t plane_row, int64_t plane, const acc_t* rows, int64_t row,
                        int64_t n_rows, int64_t n_pos, int64_t C) {
@@ -1106,12 +1106,11 @@ class TaskRunner {
     ring_hi_ = std::max(sy1, reuse ? ring_hi_ : sy1);
     ring_unit_ = u;
     // Output row pieces: C plane rows of DW (split_input), or the whole row.
-    const acc_t* const sources = rows_w;
     const int64_t segments = p_.split_input ? p_.C : 1, seg_len = p_.split_input ? p_.DW : out_row;
     for (int64_t dy = y0; dy < y1; ++dy) {
       const RowTaps t = row_taps(dy);
       for (int64_t c = 0; c < segments; ++c) {
-        auto at = [&](int k) { return sources + (t.s[k] % cap) * out_row + c * seg_len; };
+        auto at = [&](int k) { return rows_w + (t.s[k] % cap) * out_row + c * seg_len; };
         acc_t* const row = p_.split_input ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
                                            : ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
@@ -1136,7 +1135,6 @@ class TaskRunner {
   // S it feeds, then the W pass of S into the output.
   void scatter_h_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
     const int64_t in_row = p_.in_row;
-    ring_unit_ = -1;  // mid_ is S now
     std::fill(mid_, mid_ + (y1 - y0) * in_row, acc_t(0));
     // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S stays in L1
     // while every contributing input row is added; chunks of at least 1024 floats keep the reads long enough for
@@ -1208,12 +1206,12 @@ class TaskRunner {
         // Rows already in the planes (split_input) are recomputed in one piece and split again.
         acc_t* const rows = p_.split_input ? obuf_ : ob;
         stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, y0, y1, rows);
-        if (p_.split_input) split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, out_row, y1 - y0, p_.DW, p_.C);
+        if (p_.split_input) write_planes(u, y0, y1, rows);
       }
     }
     if (!p_.staged) return;
     if (p_.planar_out) {
-      split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, ob, out_row, y1 - y0, p_.DW, p_.C);
+      write_planes(u, y0, y1, ob);
     } else if constexpr (kDirect) {
       std::memcpy(io_.dst + (u * p_.DH + y0) * out_row, ob, n * sizeof(acc_t));
     } else {
@@ -1223,6 +1221,10 @@ class TaskRunner {
 
   // Row y of image u's first plane in an NCHW output (planar_out).
   scalar_t* planes_of(int64_t u, int64_t y) const { return io_.dst + (u * p_.C * p_.DH + y) * p_.DW; }
+  // Interleaved output rows [y0, y1) of image u split into its planes (planar_out).
+  void write_planes(int64_t u, int64_t y0, int64_t y1, const acc_t* rows) const {
+    split_into_planes(planes_of(u, y0), p_.DW, p_.DH * p_.DW, rows, p_.out_row, y1 - y0, p_.DW, p_.C);
+  }
 
   const FastPlan& p_;
   const EngineIO<scalar_t, acc_t>& io_;
@@ -1233,7 +1235,8 @@ class TaskRunner {
   acc_t* const lanes_out_;
   acc_t* const obuf_;
   bool tested_ = false, nonfinite_ = false;  // set when the task's final pass tested its rows for inf/NaN
-  int64_t ring_unit_ = -1, ring_lo_ = 0, ring_hi_ = 0;  // source rows [lo, hi) of unit ring_unit_ in gather_w_first's ring
+  // gather_w_first's ring holds the W-pass results of source rows [ring_lo_, ring_hi_) of unit ring_unit_.
+  int64_t ring_unit_ = -1, ring_lo_ = 0, ring_hi_ = 0;
 };
 
 // Executes a plan: tasks (unit, block of output rows) spread over the threads, each through TaskRunner's passes.
