@@ -38,6 +38,7 @@ ascend-check:
 bench: install
 	$(VPY) benchmarks/bench_cpu.py
 	$(VPY) benchmarks/bench_resize.py
+	$(VPY) benchmarks/bench_ceiling.py
 	$(VPY) -m pip install -q opencv-python-headless
 	$(VPY) benchmarks/bench_images.py
 	$(VPY) benchmarks/bench_strides.py
