@@ -706,6 +706,11 @@ struct FastPlan {
   // that those kept rows would pass kKeptRowsBytes (the scatter keeps one group of rows).
   static constexpr int64_t kForwardSpanSlack = 8;
   static constexpr int64_t kKeptRowsBytes = int64_t{4} << 20;
+  // The H-first forward reads its input rows from memory and then runs the W pass from cache, one after the other in
+  // each thread. With fetch_next the permute W pass spreads prefetches of the next task's unread input rows (at most
+  // kFetchBytes, within L2) over its blocks, so that the memory reads overlap the W pass's arithmetic (measured
+  // 1.2-1.35x on 1080p RGB halved, NCHW and channels_last, 2 threads).
+  static constexpr int64_t kFetchBytes = int64_t{512} << 10;
 
   bool forward = false;
   bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
@@ -724,6 +729,7 @@ struct FastPlan {
   bool read_in_place = false;    // ... and already in the accumulation type
   bool staged = false;           // output rows built in a float buffer, then written in one sweep
   bool stream_out = false;       // non-temporal stores of the final rows
+  bool fetch_next = false;       // the W pass fetches the next task's input rows into cache (H-first gather)
   int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
@@ -766,6 +772,7 @@ struct FastPlan {
     if (staged) s += ", staged";
     if (planar_out) s += split_input ? ", input rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
+    if (fetch_next) s += ", fetches next rows";
     return s;
   }
 };
@@ -862,6 +869,9 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
                    reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0 &&
                    dst.numel() * static_cast<int64_t>(sizeof(float)) >= x86::kStreamStoreBytes;
 #endif
+  // The permute pass, H first, reading rows that lie back to back: it fetches the next task's rows as it goes.
+  p.fetch_next = p.forward && p.h_first && p.w_pass == WPass::Permute && p.read_in_place &&
+                 (SH == 1 || src.stride(2) == p.in_row);
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
   p.mid = p.h_first ? p.rows * p.in_row
@@ -936,7 +946,7 @@ class TaskRunner {
     tested_ = nonfinite_ = false;
     const int64_t u = task / p_.blocks;
     const int64_t y0 = (task % p_.blocks) * p_.rows, y1 = std::min(p_.DH, y0 + p_.rows);
-    const scalar_t* su = p_.cl > 1 ? io_.src + u * io_.sn : io_.src + (u / p_.C) * io_.sn + (u % p_.C) * io_.sc;
+    const scalar_t* su = unit_src(u);
     // The task's output rows: staged, in the output itself, or (split_input) C plane rows each, written by the pass.
     acc_t* ob = p_.staged        ? obuf_
                 : p_.split_input ? nullptr
@@ -947,7 +957,7 @@ class TaskRunner {
       if (p_.h_first) scatter_h_first(su, ob, y0, y1, sy0, sy1);
       else scatter_w_first(su, ob, y0, y1, sy0, sy1);
     } else if (p_.h_first) {
-      gather_h_first(su, ob, y0, y1);
+      gather_h_first(su, u, ob, y0, y1);
     } else {
       gather_w_first(su, u, ob, y0, y1, sy0, sy1);
     }
@@ -974,7 +984,8 @@ class TaskRunner {
   // W pass of n rows: rows in_stride apart (SW positions of w_cl channels) -> rows out_stride apart (DW positions;
   // out_row by default). `final`: these are the task's output rows (the permute pass then tests them for inf/NaN as
   // it stores them).
-  void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final, int64_t out_stride = -1) {
+  void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final, int64_t out_stride = -1,
+              const char* fetch = nullptr, const char* fetch_end = nullptr) {
     const int64_t cl = p_.w_cl, out_row = out_stride < 0 ? p_.out_row : out_stride;
     const AxisCsr<acc_t>& table = io_.table;
     switch (p_.w_pass) {
@@ -987,7 +998,8 @@ class TaskRunner {
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
             bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
-                                      std::min(kPermuteRows, n - r0), p_.permute, pad) || bad;
+                                      std::min(kPermuteRows, n - r0), p_.permute, pad, r0 == 0 ? fetch : nullptr,
+                                      fetch_end) || bad;
           if (final) {
             tested_ = true;
             nonfinite_ = nonfinite_ || bad;
@@ -1050,7 +1062,7 @@ class TaskRunner {
 
   // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
   // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
-  void gather_h_first(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
+  void gather_h_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
     const int64_t in_row = p_.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
     acc_t* const ring = sized(scratch_.ring, p_.read_in_place ? 0 : kRingRows * chunk);
     for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
@@ -1073,7 +1085,26 @@ class TaskRunner {
         combine4(mid_ + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
       }
     }
-    w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true);
+    const char *fetch = nullptr, *fetch_end = nullptr;
+    if (p_.fetch_next) next_task_rows(u, y0, y1, fetch, fetch_end);
+    w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true, -1, fetch, fetch_end);
+  }
+
+  // The input rows of this thread's next task (task + 1: parallel_for hands each thread a contiguous range) that
+  // this task did not read, as one byte range (fetch_next: the rows lie back to back) of at most kFetchBytes.
+  void next_task_rows(int64_t u, int64_t y0, int64_t y1, const char*& begin, const char*& end) const {
+    const int64_t next_u = y1 < p_.DH ? u : u + 1, next_y0 = y1 < p_.DH ? y1 : 0;
+    if (next_u >= p_.units) return;
+    int64_t a0, a1, b0, b1;
+    io_.th.sources(next_y0, std::min(p_.DH, next_y0 + p_.rows), b0, b1);
+    if (next_u == u) {
+      io_.th.sources(y0, y1, a0, a1);
+      b0 = std::max(b0, a1);
+    }
+    if (b0 >= b1) return;
+    const int64_t row_bytes = p_.in_row * static_cast<int64_t>(sizeof(scalar_t));
+    begin = reinterpret_cast<const char*>(unit_src(next_u) + b0 * io_.sh);
+    end = begin + std::min((b1 - b0) * row_bytes, FastPlan::kFetchBytes);
   }
 
   // Forward, W first: the W pass of every source row of the block once, then each output row from its four, in
@@ -1219,6 +1250,11 @@ class TaskRunner {
     }
   }
 
+  // The first input row of unit u: an image of interleaved rows (cl > 1) or one plane.
+  const scalar_t* unit_src(int64_t u) const {
+    return p_.cl > 1 ? io_.src + u * io_.sn : io_.src + (u / p_.C) * io_.sn + (u % p_.C) * io_.sc;
+  }
+
   // Row y of image u's first plane in an NCHW output (planar_out).
   scalar_t* planes_of(int64_t u, int64_t y) const { return io_.dst + (u * p_.C * p_.DH + y) * p_.DW; }
   // Interleaved output rows [y0, y1) of image u split into its planes (planar_out).
@@ -1271,17 +1307,18 @@ at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options)
 
 // ---- plans of fast calls, cached ----------------------------------------------------------------------------
 
-// Everything a fast call's plan depends on: shapes, how the input's rows lie, the output layout, direction,
-// dtype, scales, the thread count (task split) and whether the output starts on a 64-byte line (streaming stores).
+// Everything a fast call's plan depends on: shapes, how the input's rows lie and how far apart, the output layout,
+// direction, dtype, scales, the thread count (task split) and whether the output starts on a 64-byte line
+// (streaming stores).
 // The ISA switches are fixed for the process. Equal keys give equal plans.
 struct PlanKey {
-  int64_t n, c, sh, sw, dh, dw;
+  int64_t n, c, sh, sw, dh, dw, row_stride;
   double scale_h, scale_w;
   int threads;
   int8_t dir, align, layout, channels_last_out, dst_aligned, dtype;
   bool operator==(const PlanKey& o) const {
     return n == o.n && c == o.c && sh == o.sh && sw == o.sw && dh == o.dh && dw == o.dw &&
-           std::memcmp(&scale_h, &o.scale_h, sizeof(double)) == 0 &&
+           row_stride == o.row_stride && std::memcmp(&scale_h, &o.scale_h, sizeof(double)) == 0 &&
            std::memcmp(&scale_w, &o.scale_w, sizeof(double)) == 0 && threads == o.threads && dir == o.dir &&
            align == o.align && layout == o.layout && channels_last_out == o.channels_last_out &&
            dst_aligned == o.dst_aligned && dtype == o.dtype;
@@ -1401,7 +1438,7 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
                       std::max(SW, dst_w) * cl * static_cast<int64_t>(sizeof(acc_t)) <= kMaxFastRowBytes &&
                       !stream_only();
     if (fast) {
-      const PlanKey key{N, C, SH, SW, dst_h, dst_w, scale_h, scale_w, at::get_num_threads(),
+      const PlanKey key{N, C, SH, SW, dst_h, dst_w, src.stride(2), scale_h, scale_w, at::get_num_threads(),
                         static_cast<int8_t>(dir), static_cast<int8_t>(align_corners),
                         static_cast<int8_t>(row_layout(src)), static_cast<int8_t>(channels_last),
                         static_cast<int8_t>(reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0),

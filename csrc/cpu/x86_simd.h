@@ -478,10 +478,15 @@ __attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_
 }
 
 // out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
-// scratch. True if any output is inf or NaN (the overflow guard of the caller).
+// scratch. True if any output is inf or NaN (the overflow guard of the caller). Bytes [fetch, fetch_end), if
+// given, are prefetched into cache a few lines after each block (the caller's next rows: memory reads that then
+// overlap this pass's arithmetic).
 __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
-                                                           float* pad) {
+                                                           float* pad, const char* fetch = nullptr,
+                                                           const char* fetch_end = nullptr) {
+  const int64_t fetch_lines = fetch ? (fetch_end - fetch + 63) / 64 : 0;
+  const int64_t fetch_per_block = p.blocks > 0 ? (fetch_lines + p.blocks - 1) / p.blocks : 0;
   const int64_t tail0 = permute_pad_start(p), tail_len = p.in_len - tail0;
   for (int64_t r = 0; r < rows && p.padded; ++r) {
     float* dst = pad + r * kPermutePad;
@@ -515,6 +520,7 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       default: c = _mm256_setzero_si256(); break;  // kUp2Next: done with the block before
     }
     carry = _mm256_or_si256(carry, c);
+    for (int64_t l = 0; l < fetch_per_block && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
   }
   return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
 }
