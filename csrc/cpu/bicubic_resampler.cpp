@@ -957,7 +957,7 @@ class TaskRunner {
       if (p_.h_first) scatter_h_first(su, ob, y0, y1, sy0, sy1);
       else scatter_w_first(su, ob, y0, y1, sy0, sy1);
     } else if (p_.h_first) {
-      gather_h_first(su, u, ob, y0, y1);
+      gather_h_first(su, u, ob, y0, y1, sy1);
     } else {
       gather_w_first(su, u, ob, y0, y1, sy0, sy1);
     }
@@ -1062,7 +1062,7 @@ class TaskRunner {
 
   // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
   // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
-  void gather_h_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
+  void gather_h_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy1) {
     const int64_t in_row = p_.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
     acc_t* const ring = sized(scratch_.ring, p_.read_in_place ? 0 : kRingRows * chunk);
     for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
@@ -1086,21 +1086,19 @@ class TaskRunner {
       }
     }
     const char *fetch = nullptr, *fetch_end = nullptr;
-    if (p_.fetch_next) next_task_rows(u, y0, y1, fetch, fetch_end);
+    if (p_.fetch_next) next_task_rows(u, y1, sy1, fetch, fetch_end);
     w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true, -1, fetch, fetch_end);
   }
 
   // The input rows of this thread's next task (task + 1: parallel_for hands each thread a contiguous range) that
-  // this task did not read, as one byte range (fetch_next: the rows lie back to back) of at most kFetchBytes.
-  void next_task_rows(int64_t u, int64_t y0, int64_t y1, const char*& begin, const char*& end) const {
+  // this task (output rows up to y1, source rows up to sy1) did not read, as one byte range (fetch_next: the rows
+  // lie back to back) of at most kFetchBytes.
+  void next_task_rows(int64_t u, int64_t y1, int64_t sy1, const char*& begin, const char*& end) const {
     const int64_t next_u = y1 < p_.DH ? u : u + 1, next_y0 = y1 < p_.DH ? y1 : 0;
     if (next_u >= p_.units) return;
-    int64_t a0, a1, b0, b1;
+    int64_t b0, b1;
     io_.th.sources(next_y0, std::min(p_.DH, next_y0 + p_.rows), b0, b1);
-    if (next_u == u) {
-      io_.th.sources(y0, y1, a0, a1);
-      b0 = std::max(b0, a1);
-    }
+    if (next_u == u) b0 = std::max(b0, sy1);
     if (b0 >= b1) return;
     const int64_t row_bytes = p_.in_row * static_cast<int64_t>(sizeof(scalar_t));
     begin = reinterpret_cast<const char*>(unit_src(next_u) + b0 * io_.sh);
