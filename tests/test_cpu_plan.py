@@ -63,22 +63,31 @@ def test_the_2x_phase_pairs_are_taken_only_for_exact_2x_upsampling_of_planes():
     assert "(2x phase pairs)" not in _C._cpu_plan(x.contiguous(memory_format=CL), 60, 128, True)  # interleaved
 
 
-def test_the_h_first_permute_pass_fetches_the_next_rows_where_they_lie_back_to_back():
-    # Downsampling float planes, H first: the permute W pass prefetches the next task's input rows (its memory reads
-    # then overlap the W pass). A crop of a wider image has its rows apart, not one range: no fetch, and the plan
-    # cache (keyed by the row stride too) must not hand the crop the dense tensor's plan. The same bits either way.
-    x = torch.randn(1, 3, 270, 480)
-    crop = torch.zeros(1, 3, 270, 512)[..., :480]
+@pytest.mark.parametrize("size, out, order", [((270, 480), (135, 240), "H first"), ((96, 160), (192, 320), "W first")])
+def test_a_gathering_forward_fetches_the_next_rows_where_they_lie_back_to_back(size, out, order):
+    # Float planes: the pass that follows a task's reads (H first: the permute W pass; W first: the H pass) prefetches
+    # the next task's input rows, so that its memory reads overlap that pass. A crop of a wider image has its rows
+    # apart, not one range: no fetch, and the plan cache (keyed by the row stride too) must not hand the crop the dense
+    # tensor's plan. The same bits either way.
+    x = torch.randn(1, 2, *size)
+    crop = torch.zeros(1, 2, size[0], size[1] + 32)[..., : size[1]]
     crop.copy_(x)
-    dense = _C._cpu_plan(x, 135, 240, True)
+    dense = _C._cpu_plan(x, *out, True)
     if "W pass permute" not in dense:
-        pytest.skip("no AVX2 here: the permute W pass (and its fetch) is not taken")
-    assert "H first" in dense and "fetches next rows" in dense, dense
-    cropped = _C._cpu_plan(crop, 135, 240, True)
-    assert "W pass permute" in cropped and "fetches next rows" not in cropped, cropped
-    ours = [torch.ops.cann.resize_bicubic_v2(t, [135, 240], False, [0.0, 0.0]) for t in (x, crop)]
+        pytest.skip("no AVX2 here: the permute W pass is not taken, nor this plan")
+    assert order in dense and "H pass gather" in dense and "fetches next rows" in dense, dense
+    cropped = _C._cpu_plan(crop, *out, True)
+    assert order in cropped and "reads in place" in cropped and "fetches next rows" not in cropped, cropped
+    ours = [torch.ops.cann.resize_bicubic_v2(t, list(out), False, [0.0, 0.0]) for t in (x, crop)]
     assert torch.equal(ours[0], ours[1])
-    torch.testing.assert_close(ours[0], torch.ops.aten.upsample_bicubic2d(x, [135, 240], False), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours[0], torch.ops.aten.upsample_bicubic2d(x, list(out), False), atol=1e-5, rtol=1e-5)
+
+
+def test_tasks_of_small_planes_do_not_fetch():
+    # 14 x 14 planes read under 4 KiB per task: the hardware prefetcher has them, and no fetch is planned.
+    x = torch.randn(4, 8, 14, 14)
+    plan = _C._cpu_plan(x, 28, 28, True)
+    assert "W first" in plan and "reads in place" in plan and "fetches next rows" not in plan, plan
 
 
 def test_a_strided_view_is_planned_as_strided_rows():
