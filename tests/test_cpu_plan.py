@@ -83,6 +83,21 @@ def test_a_gathering_forward_fetches_the_next_rows_where_they_lie_back_to_back(s
     torch.testing.assert_close(ours[0], torch.ops.aten.upsample_bicubic2d(x, list(out), False), atol=1e-5, rtol=1e-5)
 
 
+def test_planes_halved_take_16_lane_pairs_with_avx512_and_keep_their_bits():
+    # Float planes reduced exactly 2x: pairs of 8-element blocks whose windows follow each other go 16 lanes at once
+    # where the CPU has AVX-512 (one vpermt2ps per tap), the same sums as the AVX2 blocks.
+    x = torch.randn(1, 2, 40, 230)
+    plan = _C._cpu_plan(x, 20, 115, True)
+    if "W pass permute" not in plan:
+        pytest.skip("no AVX2 here: the permute W pass is not taken")
+    if torch.backends.cpu.get_cpu_capability() != "AVX512" or os.environ.get("RBG_CPU_NO_AVX512"):
+        assert "16-lane" not in plan, plan
+        pytest.skip("no AVX-512 here: the AVX2 blocks run (their bits: test_determinism's ISA cases)")
+    assert "(16-lane 2x reductions)" in plan, plan
+    ours = torch.ops.cann.resize_bicubic_v2(x, [20, 115], False, [0.0, 0.0])
+    torch.testing.assert_close(ours, torch.ops.aten.upsample_bicubic2d(x, [20, 115], False), atol=1e-5, rtol=1e-5)
+
+
 def test_tasks_of_small_planes_do_not_fetch():
     # 14 x 14 planes read under 4 KiB per task: the hardware prefetcher has them, and no fetch is planned.
     x = torch.randn(4, 8, 14, 14)

@@ -54,6 +54,7 @@ ISA_CASES = [
     ((2, 2, 11, 64), (7, 31), False, torch.float32, "contiguous"),       # ~2x reduction: a window per tap
     ((1, 2, 8, 50), (5, 19), True, torch.float32, "contiguous"),         # beyond: the transposed pass
     ((1, 2, 9, 64), (5, 32), False, torch.float32, "contiguous"),        # exactly 2x: every second element
+    ((1, 2, 9, 230), (5, 115), False, torch.float32, "contiguous"),      # ... AVX-512: 16 lanes, odd blocks left
     ((2, 2, 9, 61), (19, 122), False, torch.float32, "contiguous"),      # exactly 2x up: phase pairs, odd row end
     ((1, 3, 12, 40), (24, 80), True, torch.bfloat16, "contiguous"),      # 2x with align_corners: no phase pairs
     ((1, 3, 6, 80), (7, 40), True, torch.bfloat16, "contiguous"),        # ~2x with align_corners: some blocks

@@ -630,6 +630,19 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
       }
     }
   }
+  // Where the CPU has AVX-512, two kEven16 blocks whose windows follow each other within the row go as one kEven32
+  // pair, 16 lanes at once (measured ~1.2x on 1080p planes halved).
+  for (int64_t b = 0; b + 1 < plan.blocks && x86::has_avx512(); ++b) {
+    bool pair = plan.kind[b] == Plan::kEven16 && plan.kind[b + 1] == Plan::kEven16;
+    for (int k = 0; k < 4 && pair; ++k)
+      pair = plan.base[(b + 1) * 4 + k] == plan.base[b * 4 + k] + 16 && plan.base[b * 4 + k] + 32 <= plan.in_len;
+    if (!pair) continue;
+    plan.kind[b] = Plan::kEven32;
+    plan.kind[b + 1] = Plan::kEven32Next;
+    for (int64_t e = b * 8; e < b * 8 + 16; ++e)
+      for (int k = 0; k < 4; ++k) plan.weight[(e / 8) * 32 + k * 8 + e % 8] = table.w[4 * (e / cl) + k];
+    ++b;
+  }
   return true;
 }
 #endif
@@ -748,19 +761,24 @@ struct FastPlan {
     return forward && (h_first || (kept_rows_fit && sy1 - sy0 <= rows + kForwardSpanSlack));
   }
 
-  // Whether the permute W pass does some blocks as exact-2x phase pairs (x86::PermutePlan::kUp2).
-  bool up2_pairs() const {
+  // Whether the permute W pass does some blocks as exact-2x phase pairs (x86::PermutePlan::kUp2), or as 16-lane
+  // pairs of 2x reductions (kEven32, AVX-512).
+  bool permute_pairs(bool even32) const {
 #ifdef RBG_X86_FAST
-    if (w_pass == WPass::Permute)
-      return std::find(permute.kind.begin(), permute.kind.end(), x86::PermutePlan::kUp2) != permute.kind.end();
+    const auto kind = even32 ? x86::PermutePlan::kEven32 : x86::PermutePlan::kUp2;
+    if (w_pass == WPass::Permute) return std::find(permute.kind.begin(), permute.kind.end(), kind) != permute.kind.end();
 #endif
+    (void)even32;
     return false;
   }
+  bool up2_pairs() const { return permute_pairs(false); }
+  bool even32_pairs() const { return permute_pairs(true); }
 
   std::string describe() const {
     static const char* kW[] = {"permute", "fused4", "gather", "transposed"};
     std::string s = std::string(forward ? "forward" : "backward") + " fast: " + (h_first ? "H first" : "W first") +
                     ", W pass " + kW[static_cast<int>(w_pass)] + (up2_pairs() ? " (2x phase pairs)" : "") +
+                    (even32_pairs() ? " (16-lane 2x reductions)" : "") +
                     ", H pass " + (h_pass == HPass::Gather ? "gather" : "scatter");
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
