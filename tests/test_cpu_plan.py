@@ -32,7 +32,7 @@ CL = torch.channels_last
     ((1, 16, 2, 32768), CL, (4, 65536), True, ["W first", "H pass scatter"]),
     # Large float outputs of the W-first gather: non-temporal stores; an exact 2x upsampling of planes: the W pass
     # takes pairs of blocks without permutes.
-    ((1, 1, 1024, 1024), torch.contiguous_format, (2048, 2048), True, ["streaming stores", "(2x phase pairs)"]),
+    ((1, 1, 1024, 1024), torch.contiguous_format, (2048, 2048), True, ["streaming stores", "2x phase pairs"]),
 ])
 def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
     dtype = torch.bfloat16 if "widens rows" in expected else torch.float32
@@ -51,16 +51,16 @@ def test_an_hwc_image_from_numpy_reads_interleaved_rows_and_writes_planes():
     up, down = _C._cpu_plan(x, 2160, 3840, True), _C._cpu_plan(x, 540, 960, True)
     for plan in (up, down):
         assert "cl 3" in plan and "gathers strided rows" not in plan, plan
-    assert "input rows split into planes" in up and "(2x phase pairs)" in up and "streaming stores" in up, up
+    assert "input rows split into planes" in up and "2x phase pairs" in up and "streaming stores" in up, up
     assert "reads in place, staged, split into planes" in down, down
 
 
 def test_the_2x_phase_pairs_are_taken_only_for_exact_2x_upsampling_of_planes():
     x = torch.empty(1, 2, 30, 64)
-    assert "(2x phase pairs)" in _C._cpu_plan(x, 60, 128, True)
+    assert "2x phase pairs" in _C._cpu_plan(x, 60, 128, True)
     for size in [(60, 127), (60, 64), (60, 96)]:  # 1.98x, the same width, 1.5x
-        assert "(2x phase pairs)" not in _C._cpu_plan(x, *size, True)
-    assert "(2x phase pairs)" not in _C._cpu_plan(x.contiguous(memory_format=CL), 60, 128, True)  # interleaved
+        assert "2x phase pairs" not in _C._cpu_plan(x, *size, True)
+    assert "2x phase pairs" not in _C._cpu_plan(x.contiguous(memory_format=CL), 60, 128, True)  # interleaved
 
 
 @pytest.mark.parametrize("size, out, order", [((270, 480), (135, 240), "H first"), ((96, 160), (192, 320), "W first")])
@@ -83,19 +83,22 @@ def test_a_gathering_forward_fetches_the_next_rows_where_they_lie_back_to_back(s
     torch.testing.assert_close(ours[0], torch.ops.aten.upsample_bicubic2d(x, list(out), False), atol=1e-5, rtol=1e-5)
 
 
-def test_planes_halved_take_16_lane_pairs_with_avx512_and_keep_their_bits():
-    # Float planes reduced exactly 2x: pairs of 8-element blocks whose windows follow each other go 16 lanes at once
-    # where the CPU has AVX-512 (one vpermt2ps per tap), the same sums as the AVX2 blocks.
-    x = torch.randn(1, 2, 40, 230)
-    plan = _C._cpu_plan(x, 20, 115, True)
+@pytest.mark.parametrize("size, out, note", [((40, 230), (20, 115), "(16-lane 2x reductions)"),
+                                             ((40, 150), (80, 300), "(2x phase pairs, 16 lanes)")])
+def test_planes_halved_or_doubled_take_16_lanes_with_avx512(size, out, note):
+    # Float planes reduced or enlarged exactly 2x: where the CPU has AVX-512, the permute W pass joins its 8-element
+    # blocks whose windows follow each other into 16-lane ones (vpermt2ps), with the same sums as the AVX2 blocks
+    # (their bits against the AVX2 and portable runs: test_determinism's ISA cases).
+    x = torch.randn(1, 2, *size)
+    plan = _C._cpu_plan(x, *out, True)
     if "W pass permute" not in plan:
         pytest.skip("no AVX2 here: the permute W pass is not taken")
     if torch.backends.cpu.get_cpu_capability() != "AVX512" or os.environ.get("RBG_CPU_NO_AVX512"):
-        assert "16-lane" not in plan, plan
-        pytest.skip("no AVX-512 here: the AVX2 blocks run (their bits: test_determinism's ISA cases)")
-    assert "(16-lane 2x reductions)" in plan, plan
-    ours = torch.ops.cann.resize_bicubic_v2(x, [20, 115], False, [0.0, 0.0])
-    torch.testing.assert_close(ours, torch.ops.aten.upsample_bicubic2d(x, [20, 115], False), atol=1e-5, rtol=1e-5)
+        assert "16 lanes" not in plan and "16-lane" not in plan, plan
+        pytest.skip("no AVX-512 here: the AVX2 blocks run")
+    assert note in plan, plan
+    ours = torch.ops.cann.resize_bicubic_v2(x, list(out), False, [0.0, 0.0])
+    torch.testing.assert_close(ours, torch.ops.aten.upsample_bicubic2d(x, list(out), False), atol=1e-5, rtol=1e-5)
 
 
 def test_tasks_of_small_planes_do_not_fetch():

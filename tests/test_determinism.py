@@ -56,6 +56,7 @@ ISA_CASES = [
     ((1, 2, 9, 64), (5, 32), False, torch.float32, "contiguous"),        # exactly 2x: every second element
     ((1, 2, 9, 230), (5, 115), False, torch.float32, "contiguous"),      # ... AVX-512: 16 lanes, odd blocks left
     ((2, 2, 9, 61), (19, 122), False, torch.float32, "contiguous"),      # exactly 2x up: phase pairs, odd row end
+    ((1, 2, 9, 150), (19, 300), False, torch.float32, "contiguous"),     # ... AVX-512: 16 lanes per phase
     ((1, 3, 12, 40), (24, 80), True, torch.bfloat16, "contiguous"),      # 2x with align_corners: no phase pairs
     ((1, 3, 6, 80), (7, 40), True, torch.bfloat16, "contiguous"),        # ~2x with align_corners: some blocks
     # ... over interleaved channels (channels_last, 2-15 channels): windows of 8 and 16 elements shared or

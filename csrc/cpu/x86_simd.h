@@ -314,7 +314,7 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
 struct PermutePlan {
   enum Kind : uint8_t {
     kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4, kUp2, kUp2Next, kEven32,
-    kEven32Next
+    kEven32Next, kUp2Wide
   };
   int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
   bool padded = false;                        // some window runs past the row: the rows' tails are padded
@@ -327,7 +327,9 @@ struct PermutePlan {
   std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out; kEven16: in kEvenLanes order
   // kEven32 (AVX-512): blocks b and b + 1 are two kEven16 blocks whose windows follow each other (tap k of block
   // b + 1 starts 16 elements after block b's, both within the row), done as 16 lanes at once; their weights are in
-  // lane order, block b + 1's lanes after block b's.
+  // lane order, block b + 1's lanes after block b's. kUp2Wide (AVX-512): blocks b .. b + 3 are two kUp2 pairs with the
+  // same weights whose taps follow each other (block b + 2's base is 8 past block b's), done as 16 lanes per phase;
+  // base and weights as block b's kUp2, blocks b + 1 .. b + 3 marked kUp2Next.
 };
 // The output of each lane after shufps(lo, hi, 0x88) of a 16-element window: element 2 * kEvenLanes[lane].
 constexpr int kEvenLanes[8] = {0, 1, 4, 5, 2, 3, 6, 7};
@@ -514,6 +516,43 @@ __attribute__((target("avx512f"))) inline __m256i even32_pair(float* out, int64_
   return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
 }
 
+// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from five loads of 16 elements
+// at base .. base + 4, then interleaved by two vpermt2ps. The same sums as up2_pair.
+__attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
+                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                           int64_t b) {
+  const float* wb = p.weight.data() + b * 32;
+  __m512 we[4], wo[4];
+  for (int k = 0; k < 4; ++k) {
+    we[k] = _mm512_set1_ps(wb[k]);
+    wo[k] = _mm512_set1_ps(wb[4 + k]);
+  }
+  // Output 2j takes even lane j, output 2j + 1 odd lane j: the first 16 outputs from lanes 0-7, the next from 8-15.
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
+  const float* src = in + p.base[b * 4];
+  __m512i carry = _mm512_setzero_si512();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* q = src + r * in_stride;
+    __m512 t[5];
+    for (int m = 0; m < 5; ++m) t[m] = _mm512_loadu_ps(q + m);
+    __m512 even = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[0], we[0]));
+    __m512 odd = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[1], wo[0]));
+    for (int k = 1; k < 4; ++k) {
+      even = _mm512_add_ps(even, _mm512_mul_ps(t[k], we[k]));
+      odd = _mm512_add_ps(odd, _mm512_mul_ps(t[k + 1], wo[k]));
+    }
+    const __m512 lo = _mm512_permutex2var_ps(even, first, odd), hi = _mm512_permutex2var_ps(even, second, odd);
+    float* o = out + r * out_stride + b * 8;
+    _mm512_storeu_ps(o, lo);
+    _mm512_storeu_ps(o + 16, hi);
+    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(lo), exponent), one));
+    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(hi), exponent), one));
+  }
+  return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
+}
+
 // out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
 // scratch. True if any output is inf or NaN (the overflow guard of the caller). Bytes [fetch, fetch_end), if
 // given, are prefetched into cache a few lines after each block (the caller's next rows: memory reads that then
@@ -555,6 +594,7 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kShift4: c = shift_block<4>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2: c = up2_pair(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kEven32: c = even32_pair(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2Wide: c = up2_wide(out, out_stride, in, in_stride, rows, p, b); break;
       default: c = _mm256_setzero_si256(); break;  // kUp2Next, kEven32Next: done with the block before
     }
     carry = _mm256_or_si256(carry, c);
