@@ -55,6 +55,7 @@ ISA_CASES = [
     ((1, 2, 8, 50), (5, 19), True, torch.float32, "contiguous"),         # beyond: the transposed pass
     ((1, 2, 9, 64), (5, 32), False, torch.float32, "contiguous"),        # exactly 2x: every second element
     ((1, 2, 9, 230), (5, 115), False, torch.float32, "contiguous"),      # ... AVX-512: 16 lanes, odd blocks left
+    ((1, 2, 7, 300), (9, 411), False, torch.float32, "contiguous"),      # AVX-512: 16 lanes from 32-element windows
     ((2, 2, 9, 61), (19, 122), False, torch.float32, "contiguous"),      # exactly 2x up: phase pairs, odd row end
     ((1, 2, 9, 150), (19, 300), False, torch.float32, "contiguous"),     # ... AVX-512: 16 lanes per phase
     ((1, 3, 12, 40), (24, 80), True, torch.bfloat16, "contiguous"),      # 2x with align_corners: no phase pairs
@@ -66,6 +67,7 @@ ISA_CASES = [
     ((1, 12, 7, 9), (15, 20), False, torch.float32, "channels_last"),
     ((1, 2, 6, 80), (9, 33), False, torch.bfloat16, "channels_last"),
     ((1, 3, 6, 100), (5, 30), False, torch.float32, "channels_last"),
+    ((1, 3, 8, 200), (5, 100), False, torch.float32, "channels_last"),  # AVX-512: 3 channels halved, 16 lanes
     # ... and the shifted loads: 4 and 8 channels halved (2 loads and 1 per tap), 12 channels enlarged
     ((1, 4, 6, 40), (5, 20), False, torch.float32, "channels_last"),
     ((1, 8, 5, 24), (7, 12), True, torch.float32, "channels_last"),

@@ -653,6 +653,38 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
       for (int k = 0; k < 4; ++k) plan.weight[(e / 8) * 32 + k * 8 + e % 8] = table.w[4 * (e / cl) + k];
     ++b;
   }
+  // Any other two whole blocks whose 16 lanes take each tap from 32 elements within the row: one kWin32 pair, one
+  // vpermt2ps per tap (interleaved channels reduced 2x need 31 per tap; the AVX2 blocks 3-4 loads and blends per 8).
+  auto pairable = [&](int64_t b) {
+    const Plan::Kind k = plan.kind[b];
+    return k != Plan::kUp2 && k != Plan::kUp2Next && k != Plan::kUp2Wide && k != Plan::kEven32 &&
+           k != Plan::kEven32Next && k != Plan::kWin32 && k != Plan::kWin32Next;
+  };
+  for (int64_t b = 0; b + 1 < plan.blocks && (b + 2) * 8 <= elements && x86::has_avx512(); ++b) {
+    if (!pairable(b) || !pairable(b + 1)) continue;
+    int64_t lo[4];
+    bool fits = true;
+    for (int k = 0; k < 4 && fits; ++k) {
+      lo[k] = source(b * 8, k);
+      int64_t hi = lo[k];
+      for (int64_t e = b * 8; e < b * 8 + 16; ++e) {
+        lo[k] = std::min(lo[k], source(e, k));
+        hi = std::max(hi, source(e, k));
+      }
+      fits = hi - lo[k] < 32 && lo[k] >= 0 && lo[k] + 32 <= plan.in_len;
+    }
+    if (!fits) continue;
+    plan.kind[b] = Plan::kWin32;
+    plan.kind[b + 1] = Plan::kWin32Next;
+    for (int k = 0; k < 4; ++k) {
+      plan.base[b * 4 + k] = lo[k];
+      for (int64_t e = b * 8; e < b * 8 + 16; ++e) {
+        plan.index[(e / 8) * 32 + k * 8 + e % 8] = static_cast<int32_t>(source(e, k) - lo[k]);
+        plan.weight[(e / 8) * 32 + k * 8 + e % 8] = table.w[4 * (e / cl) + k];
+      }
+    }
+    ++b;
+  }
   return true;
 }
 #endif
@@ -772,7 +804,8 @@ struct FastPlan {
   }
 
   // Whether the permute W pass does some blocks as `kind` (x86::PermutePlan::Kind): exact-2x phase pairs (kUp2, or
-  // kUp2Wide with 16 lanes per phase) or 16-lane pairs of 2x reductions (kEven32), the last two with AVX-512.
+  // kUp2Wide with 16 lanes per phase), 16-lane pairs of 2x reductions (kEven32) or of any 32-element windows (kWin32),
+  // the last three with AVX-512.
   bool has_blocks(int kind) const {
 #ifdef RBG_X86_FAST
     if (w_pass == WPass::Permute)
@@ -785,11 +818,15 @@ struct FastPlan {
   std::string pairs_note() const {
 #ifdef RBG_X86_FAST
     using Plan = x86::PermutePlan;
-    if (has_blocks(Plan::kUp2Wide)) return " (2x phase pairs, 16 lanes)";
-    if (has_blocks(Plan::kUp2)) return " (2x phase pairs)";
-    if (has_blocks(Plan::kEven32)) return " (16-lane 2x reductions)";
-#endif
+    std::string note;
+    if (has_blocks(Plan::kUp2Wide)) note += " (2x phase pairs, 16 lanes)";
+    else if (has_blocks(Plan::kUp2)) note += " (2x phase pairs)";
+    if (has_blocks(Plan::kEven32)) note += " (16-lane 2x reductions)";
+    if (has_blocks(Plan::kWin32)) note += " (16-lane windows)";
+    return note;
+#else
     return "";
+#endif
   }
 
   std::string describe() const {
