@@ -84,14 +84,14 @@ def test_a_gathering_forward_fetches_the_next_rows_where_they_lie_back_to_back(s
 
 
 @pytest.mark.parametrize("size, out, fmt, note", [
-    ((40, 230), (20, 115), torch.contiguous_format, "(16-lane 2x reductions)"),
+    ((40, 230), (20, 115), torch.contiguous_format, "(16-lane windows)"),  # every second element
     ((40, 150), (80, 300), torch.contiguous_format, "(2x phase pairs, 16 lanes)"),
     ((30, 300), (41, 411), torch.contiguous_format, "(16-lane windows)"),
     ((40, 200), (20, 100), CL, "(16-lane windows)"),  # 3 interleaved channels halved: 31 elements per tap
 ])
 def test_the_permute_pass_takes_16_lanes_with_avx512(size, out, fmt, note):
-    # Where the CPU has AVX-512, the permute W pass joins pairs of its 8-element blocks into 16-lane ones (vpermt2ps):
-    # exact-2x reductions and phase pairs, and any two blocks whose lanes take each tap from 32 elements. The same
+    # Where the CPU has AVX-512, the permute W pass joins pairs of its 8-element blocks into 16-lane ones: exact-2x
+    # phase pairs, and any two blocks whose lanes take each tap from 32 elements (vpermt2ps). The same
     # sums as the AVX2 blocks (their bits against the AVX2 and portable runs: test_determinism's ISA cases).
     x = torch.randn(1, 3, *size).contiguous(memory_format=fmt)
     plan = _C._cpu_plan(x, *out, True)

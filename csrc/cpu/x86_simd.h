@@ -313,8 +313,8 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
 // (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
 struct PermutePlan {
   enum Kind : uint8_t {
-    kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4, kUp2, kUp2Next, kEven32,
-    kEven32Next, kUp2Wide, kWin32, kWin32Next
+    kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4, kUp2, kUp2Next, kUp2Wide,
+    kWin32, kWin32Next
   };
   int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
   bool padded = false;                        // some window runs past the row: the rows' tails are padded
@@ -325,13 +325,11 @@ struct PermutePlan {
   // first even output's tap 0 and weight[block][0][0..3] / [4..7] the even / odd outputs' four weights.
   std::vector<int32_t> index;
   std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out; kEven16: in kEvenLanes order
-  // kEven32 (AVX-512): blocks b and b + 1 are two kEven16 blocks whose windows follow each other (tap k of block
-  // b + 1 starts 16 elements after block b's, both within the row), done as 16 lanes at once; their weights are in
-  // lane order, block b + 1's lanes after block b's. kUp2Wide (AVX-512): blocks b .. b + 3 are two kUp2 pairs with the
-  // same weights whose taps follow each other (block b + 2's base is 8 past block b's), done as 16 lanes per phase;
-  // base and weights as block b's kUp2, blocks b + 1 .. b + 3 marked kUp2Next. kWin32 (AVX-512): blocks b and b + 1,
-  // both whole, whose 16 lanes take each tap from a window of 32 elements within the row: base per tap as any block,
-  // index and weight in lane order as kEven32 (block b + 1's 8 lanes in its own entries).
+  // kUp2Wide (AVX-512): blocks b .. b + 3 are two kUp2 pairs with the same weights whose taps follow each other
+  // (block b + 2's base is 8 past block b's), done as 16 lanes per phase; base and weights as block b's kUp2, blocks
+  // b + 1 .. b + 3 marked kUp2Next. kWin32 (AVX-512): blocks b and b + 1, both whole, whose 16 lanes take each tap
+  // from a window of 32 elements within the row: base per tap as any block, index and weight in lane order (block
+  // b + 1's 8 lanes in its own entries), block b + 1 marked kWin32Next.
 };
 // The output of each lane after shufps(lo, hi, 0x88) of a 16-element window: element 2 * kEvenLanes[lane].
 constexpr int kEvenLanes[8] = {0, 1, 4, 5, 2, 3, 6, 7};
@@ -485,39 +483,6 @@ __attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_
   return carry;
 }
 
-// Blocks b and b + 1 of kind kEven32: 16 output elements that take every second element of a 32-element window per
-// tap, one vpermt2ps each (the AVX2 kEven16 needs a shufps per tap and a vpermpd per 8 elements). The same sum in the
-// same order per element as every other block kind.
-__attribute__((target("avx512f"))) inline __m256i even32_pair(float* out, int64_t out_stride, const float* in,
-                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
-                                                             int64_t b) {
-  const float* wb = p.weight.data() + b * 32;
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  __m512 w[4];
-  const float* src[4];
-  for (int k = 0; k < 4; ++k) {
-    const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(wb + 8 * k)));
-    w[k] = _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_loadu_ps(wb + 32 + 8 * k)), 1));
-    src[k] = in + p.base[b * 4 + k];
-  }
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
-  __m512i carry = _mm512_setzero_si512();
-  for (int64_t r = 0; r < rows; ++r) {
-    __m512 t[4];
-    for (int k = 0; k < 4; ++k) {
-      const float* q = src[k] + r * in_stride;
-      t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), even, _mm512_loadu_ps(q + 16));
-    }
-    __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[0], w[0]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[1], w[1]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[2], w[2]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[3], w[3]));
-    _mm512_storeu_ps(out + r * out_stride + b * 8, acc);
-    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(acc), exponent), one));
-  }
-  return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
-}
-
 // Blocks b and b + 1 of kind kWin32: each tap's 16 lanes picked out of a window of 32 elements by one vpermt2ps. The
 // same sum per element as every other block kind.
 __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t out_stride, const float* in,
@@ -630,10 +595,9 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kShift3: c = shift_block<3>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kShift4: c = shift_block<4>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2: c = up2_pair(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kEven32: c = even32_pair(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2Wide: c = up2_wide(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kWin32: c = win32_pair(out, out_stride, in, in_stride, rows, p, b); break;
-      default: c = _mm256_setzero_si256(); break;  // kUp2Next, kEven32Next, kWin32Next: done with the block before
+      default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
     }
     carry = _mm256_or_si256(carry, c);
     for (int64_t l = 0; l < fetch_per_block && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
