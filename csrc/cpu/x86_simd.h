@@ -483,6 +483,23 @@ __attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_
   return carry;
 }
 
+// The 16-lane forms of weighted_sum and store_tested (whole vectors), for the AVX-512 blocks, and the fold of their
+// carry into the 8 lanes w_pass_permute ORs together.
+__attribute__((target("avx512f"))) inline __m512 weighted_sum16(const __m512 t[4], const __m512 w[4]) {
+  __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[0], w[0]));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(t[1], w[1]));
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(t[2], w[2]));
+  return _mm512_add_ps(acc, _mm512_mul_ps(t[3], w[3]));
+}
+__attribute__((target("avx512f"))) inline void store_tested16(float* o, __m512 acc, __m512i& carry) {
+  _mm512_storeu_ps(o, acc);
+  const __m512i bits = _mm512_and_si512(_mm512_castps_si512(acc), _mm512_set1_epi32(0x7f800000));
+  carry = _mm512_or_si512(carry, _mm512_add_epi32(bits, _mm512_set1_epi32(0x00800000)));
+}
+__attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
+  return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
+}
+
 // Blocks b and b + 1 of kind kWin32: each tap's 16 lanes picked out of a window of 32 elements by one vpermt2ps. The
 // same sum per element as every other block kind.
 __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t out_stride, const float* in,
@@ -500,7 +517,6 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
     idx[k] = _mm512_inserti64x4(ilo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib + 32 + 8 * k)), 1);
     src[k] = in + p.base[b * 4 + k];
   }
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
   __m512i carry = _mm512_setzero_si512();
   for (int64_t r = 0; r < rows; ++r) {
     __m512 t[4];
@@ -508,14 +524,9 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
       const float* q = src[k] + r * in_stride;
       t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), idx[k], _mm512_loadu_ps(q + 16));
     }
-    __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[0], w[0]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[1], w[1]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[2], w[2]));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(t[3], w[3]));
-    _mm512_storeu_ps(out + r * out_stride + b * 8, acc);
-    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(acc), exponent), one));
+    store_tested16(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
   }
-  return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
+  return fold_carry16(carry);
 }
 
 // Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from five loads of 16 elements
@@ -532,27 +543,18 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
   // Output 2j takes even lane j, output 2j + 1 odd lane j: the first 16 outputs from lanes 0-7, the next from 8-15.
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
   const float* src = in + p.base[b * 4];
   __m512i carry = _mm512_setzero_si512();
   for (int64_t r = 0; r < rows; ++r) {
     const float* q = src + r * in_stride;
     __m512 t[5];
     for (int m = 0; m < 5; ++m) t[m] = _mm512_loadu_ps(q + m);
-    __m512 even = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[0], we[0]));
-    __m512 odd = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(t[1], wo[0]));
-    for (int k = 1; k < 4; ++k) {
-      even = _mm512_add_ps(even, _mm512_mul_ps(t[k], we[k]));
-      odd = _mm512_add_ps(odd, _mm512_mul_ps(t[k + 1], wo[k]));
-    }
-    const __m512 lo = _mm512_permutex2var_ps(even, first, odd), hi = _mm512_permutex2var_ps(even, second, odd);
+    const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
     float* o = out + r * out_stride + b * 8;
-    _mm512_storeu_ps(o, lo);
-    _mm512_storeu_ps(o + 16, hi);
-    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(lo), exponent), one));
-    carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(hi), exponent), one));
+    store_tested16(o, _mm512_permutex2var_ps(even, first, odd), carry);
+    store_tested16(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
   }
-  return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
+  return fold_carry16(carry);
 }
 
 // out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
