@@ -1203,12 +1203,19 @@ class TaskRunner {
     const char *fetch = nullptr, *fetch_end = nullptr;
     if (p_.fetch_next) next_task_rows(u, y1, sy1, fetch, fetch_end);
     const int64_t fetch_per_row = fetch ? ((fetch_end - fetch + 63) / 64 + (y1 - y0) - 1) / (y1 - y0) : 0;
+    // Slot sy % cap without a division per tap (four 64-bit divisions per output row cost more than a short row's
+    // sums): the block's source rows lie in [sy0, sy0 + cap).
+    const int64_t slot0 = sy0 % cap;
+    auto slot_of = [&](int64_t sy) {
+      const int64_t slot = slot0 + (sy - sy0);
+      return slot < cap ? slot : slot - cap;
+    };
     // Output row pieces: C plane rows of DW (split_input), or the whole row.
     const int64_t segments = p_.split_input ? p_.C : 1, seg_len = p_.split_input ? p_.DW : out_row;
     for (int64_t dy = y0; dy < y1; ++dy) {
       const RowTaps t = row_taps(dy);
       for (int64_t c = 0; c < segments; ++c) {
-        auto at = [&](int k) { return rows_w + (t.s[k] % cap) * out_row + c * seg_len; };
+        auto at = [&](int k) { return rows_w + slot_of(t.s[k]) * out_row + c * seg_len; };
         acc_t* const row = p_.split_input ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW
                                            : ob + (dy - y0) * out_row;
         if constexpr (std::is_same_v<acc_t, float>) {
