@@ -297,35 +297,34 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
   return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
 }
 
-// Two output rows of combine4_checked (bicubic_resampler.cpp) at once, as consecutive rows of an upsampling along H
-// are: row a from source rows r[0..3], row b from r[D..D + 3] (D = 0: the same four rows; D = 1: shifted by one).
-// Each source vector is loaded once for both rows: four or five loads for two outputs instead of eight, which matters
-// where the rows come from L2 (measured 1.05-1.13x on the whole forward of 1024^2 and 8x64x56x56 doubled), and one
-// call instead of two for short rows. kStream: non-temporal stores, for rows of whole vectors (out_a and out_b
-// 32-byte aligned, n a multiple of 8; the caller fences). The same sums in the same order, so the same bits; true
-// if either row holds inf or NaN.
+// Two output rows of combine4_checked (bicubic_resampler.cpp) at once, as consecutive output rows of an upsampling
+// along H nearly all are: row a from source rows r[0..3], row b from r[D..D + 3] (D = 0: the same four rows; 1:
+// shifted by one). Each source vector is loaded once for both rows: 4 + D loads for two outputs instead of eight,
+// which matters where the rows come from L2, and one call instead of two for short rows. kStream: non-temporal
+// stores, for rows of whole vectors (out_a and out_b 32-byte aligned, n a multiple of 8; the caller fences). The
+// same sums in the same order, so the same bits; true if either row holds inf or NaN.
 template <int D, bool kStream>
 __attribute__((target("avx2"))) inline bool combine4x2_checked(float* out_a, float* out_b, const float* const r[5],
                                                                const float wa[4], const float wb[4], int64_t n) {
   static_assert(D == 0 || D == 1, "rows shared or shifted by one");
+  const float* rows[4 + D];
   __m256 va[4], vb[4];
+  for (int k = 0; k < 4 + D; ++k) rows[k] = r[k];
   for (int k = 0; k < 4; ++k) {
     va[k] = _mm256_set1_ps(wa[k]);
     vb[k] = _mm256_set1_ps(wb[k]);
   }
-  const float *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = D ? r[4] : r[3];
   __m256i carry = _mm256_setzero_si256();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 x0 = _mm256_loadu_ps(r0 + i), x1 = _mm256_loadu_ps(r1 + i), x2 = _mm256_loadu_ps(r2 + i),
-                 x3 = _mm256_loadu_ps(r3 + i), x4 = D ? _mm256_loadu_ps(r4 + i) : x3;
-    const __m256 y0 = D ? x1 : x0, y1 = D ? x2 : x1, y2 = D ? x3 : x2, y3 = x4;
-    __m256 a = _mm256_add_ps(_mm256_mul_ps(x0, va[0]), _mm256_mul_ps(x1, va[1]));
-    __m256 b = _mm256_add_ps(_mm256_mul_ps(y0, vb[0]), _mm256_mul_ps(y1, vb[1]));
-    a = _mm256_add_ps(a, _mm256_mul_ps(x2, va[2]));
-    b = _mm256_add_ps(b, _mm256_mul_ps(y2, vb[2]));
-    a = _mm256_add_ps(a, _mm256_mul_ps(x3, va[3]));
-    b = _mm256_add_ps(b, _mm256_mul_ps(y3, vb[3]));
+    __m256 x[4 + D];
+    for (int k = 0; k < 4 + D; ++k) x[k] = _mm256_loadu_ps(rows[k] + i);
+    __m256 a = _mm256_add_ps(_mm256_mul_ps(x[0], va[0]), _mm256_mul_ps(x[1], va[1]));
+    __m256 b = _mm256_add_ps(_mm256_mul_ps(x[D], vb[0]), _mm256_mul_ps(x[D + 1], vb[1]));
+    a = _mm256_add_ps(a, _mm256_mul_ps(x[2], va[2]));
+    b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 2], vb[2]));
+    a = _mm256_add_ps(a, _mm256_mul_ps(x[3], va[3]));
+    b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 3], vb[3]));
     if constexpr (kStream) {
       _mm256_stream_ps(out_a + i, a);
       _mm256_stream_ps(out_b + i, b);
@@ -337,10 +336,10 @@ __attribute__((target("avx2"))) inline bool combine4x2_checked(float* out_a, flo
   }
   uint32_t tail = 0;  // the last n % 8 elements, one at a time
   for (; i < n; ++i) {
-    const float x4 = D ? r4[i] : r3[i];
-    const float a = ((r0[i] * wa[0] + r1[i] * wa[1]) + r2[i] * wa[2]) + r3[i] * wa[3];
-    const float b = D ? ((r1[i] * wb[0] + r2[i] * wb[1]) + r3[i] * wb[2]) + x4 * wb[3]
-                      : ((r0[i] * wb[0] + r1[i] * wb[1]) + r2[i] * wb[2]) + r3[i] * wb[3];
+    float x[4 + D];
+    for (int k = 0; k < 4 + D; ++k) x[k] = rows[k][i];
+    const float a = ((x[0] * wa[0] + x[1] * wa[1]) + x[2] * wa[2]) + x[3] * wa[3];
+    const float b = ((x[D] * wb[0] + x[D + 1] * wb[1]) + x[D + 2] * wb[2]) + x[D + 3] * wb[3];
     out_a[i] = a;
     out_b[i] = b;
     uint32_t bits_a, bits_b;
@@ -583,18 +582,16 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
   return fold_carry16(carry);
 }
 
-// Rows a and b of combine4x2_checked16 from source vectors x0..x4 (b from x0..x3 or x1..x4), with their inf/NaN carry.
+// Rows a and b of combine4x2_checked16 from source vectors x[0..3] and x[D..D + 3], with their inf/NaN carry.
 template <int D>
-__attribute__((target("avx512f"))) inline void pair_sums16(const __m512 va[4], const __m512 vb[4], __m512i& carry,
-                                                          __m512 x0, __m512 x1, __m512 x2, __m512 x3, __m512 x4,
-                                                          __m512& a, __m512& b) {
-  const __m512 y0 = D ? x1 : x0, y1 = D ? x2 : x1, y2 = D ? x3 : x2, y3 = x4;
-  a = _mm512_add_ps(_mm512_mul_ps(x0, va[0]), _mm512_mul_ps(x1, va[1]));
-  b = _mm512_add_ps(_mm512_mul_ps(y0, vb[0]), _mm512_mul_ps(y1, vb[1]));
-  a = _mm512_add_ps(a, _mm512_mul_ps(x2, va[2]));
-  b = _mm512_add_ps(b, _mm512_mul_ps(y2, vb[2]));
-  a = _mm512_add_ps(a, _mm512_mul_ps(x3, va[3]));
-  b = _mm512_add_ps(b, _mm512_mul_ps(y3, vb[3]));
+__attribute__((target("avx512f"))) inline void pair_sums16(const __m512 x[], const __m512 va[4], const __m512 vb[4],
+                                                          __m512& a, __m512& b, __m512i& carry) {
+  a = _mm512_add_ps(_mm512_mul_ps(x[0], va[0]), _mm512_mul_ps(x[1], va[1]));
+  b = _mm512_add_ps(_mm512_mul_ps(x[D], vb[0]), _mm512_mul_ps(x[D + 1], vb[1]));
+  a = _mm512_add_ps(a, _mm512_mul_ps(x[2], va[2]));
+  b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 2], vb[2]));
+  a = _mm512_add_ps(a, _mm512_mul_ps(x[3], va[3]));
+  b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 3], vb[3]));
   const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
   carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(a), exponent), one));
   carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(b), exponent), one));
@@ -608,19 +605,18 @@ __attribute__((target("avx512f"))) inline bool combine4x2_checked16(float* out_a
                                                                    const float* const r[5], const float wa[4],
                                                                    const float wb[4], int64_t n) {
   static_assert(D == 0 || D == 1, "rows shared or shifted by one");
-  __m512 va[4], vb[4];
+  const float* rows[4 + D];
+  __m512 va[4], vb[4], x[4 + D], a, b;
+  for (int k = 0; k < 4 + D; ++k) rows[k] = r[k];
   for (int k = 0; k < 4; ++k) {
     va[k] = _mm512_set1_ps(wa[k]);
     vb[k] = _mm512_set1_ps(wb[k]);
   }
-  const float *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = D ? r[4] : r[3];
   __m512i carry = _mm512_setzero_si512();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 x3 = _mm512_loadu_ps(r3 + i);
-    __m512 a, b;
-    pair_sums16<D>(va, vb, carry, _mm512_loadu_ps(r0 + i), _mm512_loadu_ps(r1 + i), _mm512_loadu_ps(r2 + i), x3,
-         D ? _mm512_loadu_ps(r4 + i) : x3, a, b);
+    for (int k = 0; k < 4 + D; ++k) x[k] = _mm512_loadu_ps(rows[k] + i);
+    pair_sums16<D>(x, va, vb, a, b, carry);
     if constexpr (kStream) {
       _mm512_stream_ps(out_a + i, a);
       _mm512_stream_ps(out_b + i, b);
@@ -631,10 +627,8 @@ __attribute__((target("avx512f"))) inline bool combine4x2_checked16(float* out_a
   }
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512 x3 = _mm512_maskz_loadu_ps(m, r3 + i);
-    __m512 a, b;
-    pair_sums16<D>(va, vb, carry, _mm512_maskz_loadu_ps(m, r0 + i), _mm512_maskz_loadu_ps(m, r1 + i), _mm512_maskz_loadu_ps(m, r2 + i), x3,
-         D ? _mm512_maskz_loadu_ps(m, r4 + i) : x3, a, b);
+    for (int k = 0; k < 4 + D; ++k) x[k] = _mm512_maskz_loadu_ps(m, rows[k] + i);
+    pair_sums16<D>(x, va, vb, a, b, carry);
     _mm512_mask_storeu_ps(out_a + i, m, a);
     _mm512_mask_storeu_ps(out_b + i, m, b);
   }
