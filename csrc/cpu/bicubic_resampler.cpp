@@ -1215,8 +1215,9 @@ class TaskRunner {
     auto out_row_piece = [&](int64_t dy, int64_t c) {
       return p_.split_input ? reinterpret_cast<acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW : ob + (dy - y0) * out_row;
     };
-    for (int64_t dy = y0; dy < y1; ++dy) {
+    for (int64_t dy = y0; dy < y1;) {
       const RowTaps t = row_taps(dy);
+      int64_t rows_done = 1;
 #ifdef RBG_X86_FAST
       // Float rows go two at a time where both take four consecutive source rows, the next row the same ones or
       // those shifted by one: nearly every row of an upsampling along H, which a W-first block is. Each source vector
@@ -1227,24 +1228,19 @@ class TaskRunner {
         const int64_t shift = next.s[0] - t.s[0];
         bool paired = has_next && (shift == 0 || shift == 1);
         for (int k = 1; k < 4 && paired; ++k) paired = t.s[k] == t.s[0] + k && next.s[k] == next.s[0] + k;
-        if (paired) {
-          for (int64_t c = 0; c < segments; ++c) {
-            const float* src[5];
-            for (int k = 0; k < 4 + shift; ++k) src[k] = rows_w + slot_of(t.s[0] + k) * out_row + c * seg_len;
-            float *const a = out_row_piece(dy, c), *const b = out_row_piece(dy + 1, c);
-            const bool bad = p_.stream_out ? x86::combine4x2_rows<true>(a, b, src, shift, t.w, next.w, seg_len)
-                                           : x86::combine4x2_rows<false>(a, b, src, shift, t.w, next.w, seg_len);
-            nonfinite_ = nonfinite_ || bad;
-          }
+        for (int64_t c = 0; c < segments && paired; ++c) {
+          const float* src[5];
+          for (int k = 0; k < 4 + shift; ++k) src[k] = rows_w + slot_of(t.s[0] + k) * out_row + c * seg_len;
+          float *const a = out_row_piece(dy, c), *const b = out_row_piece(dy + 1, c);
+          const bool bad = p_.stream_out ? x86::combine4x2_rows<true>(a, b, src, shift, t.w, next.w, seg_len)
+                                         : x86::combine4x2_rows<false>(a, b, src, shift, t.w, next.w, seg_len);
+          nonfinite_ = nonfinite_ || bad;
           tested_ = true;
-          for (int64_t l = 0; l < 2 * fetch_per_row && fetch < fetch_end; ++l, fetch += 64)
-            _mm_prefetch(fetch, _MM_HINT_T1);
-          ++dy;
-          continue;
         }
+        if (paired) rows_done = 2;
       }
 #endif
-      for (int64_t c = 0; c < segments; ++c) {
+      for (int64_t c = 0; c < segments && rows_done == 1; ++c) {
         auto at = [&](int k) { return rows_w + slot_of(t.s[k]) * out_row + c * seg_len; };
         acc_t* const row = out_row_piece(dy, c);
         if constexpr (std::is_same_v<acc_t, float>) {
@@ -1263,8 +1259,10 @@ class TaskRunner {
         }
       }
 #ifdef RBG_X86_FAST
-      for (int64_t l = 0; l < fetch_per_row && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
+      for (int64_t l = 0; l < rows_done * fetch_per_row && fetch < fetch_end; ++l, fetch += 64)
+        _mm_prefetch(fetch, _MM_HINT_T1);
 #endif
+      dy += rows_done;
     }
   }
 

@@ -302,13 +302,25 @@ __attribute__((target("avx2"))) inline bool combine4_checked_stream(float* out, 
 // shifted by one). Each source vector is loaded once for both rows: 4 + D loads for two outputs instead of eight,
 // which matters where the rows come from L2, and one call instead of two for short rows. kStream: non-temporal
 // stores, for rows of whole vectors (out_a and out_b 32-byte aligned, n a multiple of 8; the caller fences). The
-// same sums in the same order, so the same bits; true if either row holds inf or NaN.
+// same sums in the same order, so the same bits; true if either row holds inf or NaN. pair_sums: the two rows' sums
+// from source vectors x[0..3] and x[D..D + 3], with their inf/NaN carry.
+template <int D>
+__attribute__((target("avx2"))) inline void pair_sums(const __m256 x[], const __m256 va[4], const __m256 vb[4],
+                                                     __m256& a, __m256& b, __m256i& carry) {
+  a = _mm256_add_ps(_mm256_mul_ps(x[0], va[0]), _mm256_mul_ps(x[1], va[1]));
+  b = _mm256_add_ps(_mm256_mul_ps(x[D], vb[0]), _mm256_mul_ps(x[D + 1], vb[1]));
+  a = _mm256_add_ps(a, _mm256_mul_ps(x[2], va[2]));
+  b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 2], vb[2]));
+  a = _mm256_add_ps(a, _mm256_mul_ps(x[3], va[3]));
+  b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 3], vb[3]));
+  carry = _mm256_or_si256(carry, _mm256_or_si256(nonfinite_carry(a), nonfinite_carry(b)));
+}
 template <int D, bool kStream>
 __attribute__((target("avx2"))) inline bool combine4x2_checked(float* out_a, float* out_b, const float* const r[5],
                                                                const float wa[4], const float wb[4], int64_t n) {
   static_assert(D == 0 || D == 1, "rows shared or shifted by one");
   const float* rows[4 + D];
-  __m256 va[4], vb[4];
+  __m256 va[4], vb[4], x[4 + D], a, b;
   for (int k = 0; k < 4 + D; ++k) rows[k] = r[k];
   for (int k = 0; k < 4; ++k) {
     va[k] = _mm256_set1_ps(wa[k]);
@@ -317,14 +329,8 @@ __attribute__((target("avx2"))) inline bool combine4x2_checked(float* out_a, flo
   __m256i carry = _mm256_setzero_si256();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 x[4 + D];
     for (int k = 0; k < 4 + D; ++k) x[k] = _mm256_loadu_ps(rows[k] + i);
-    __m256 a = _mm256_add_ps(_mm256_mul_ps(x[0], va[0]), _mm256_mul_ps(x[1], va[1]));
-    __m256 b = _mm256_add_ps(_mm256_mul_ps(x[D], vb[0]), _mm256_mul_ps(x[D + 1], vb[1]));
-    a = _mm256_add_ps(a, _mm256_mul_ps(x[2], va[2]));
-    b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 2], vb[2]));
-    a = _mm256_add_ps(a, _mm256_mul_ps(x[3], va[3]));
-    b = _mm256_add_ps(b, _mm256_mul_ps(x[D + 3], vb[3]));
+    pair_sums<D>(x, va, vb, a, b, carry);
     if constexpr (kStream) {
       _mm256_stream_ps(out_a + i, a);
       _mm256_stream_ps(out_b + i, b);
@@ -332,22 +338,16 @@ __attribute__((target("avx2"))) inline bool combine4x2_checked(float* out_a, flo
       _mm256_storeu_ps(out_a + i, a);
       _mm256_storeu_ps(out_b + i, b);
     }
-    carry = _mm256_or_si256(carry, _mm256_or_si256(nonfinite_carry(a), nonfinite_carry(b)));
   }
-  uint32_t tail = 0;  // the last n % 8 elements, one at a time
-  for (; i < n; ++i) {
-    float x[4 + D];
-    for (int k = 0; k < 4 + D; ++k) x[k] = rows[k][i];
-    const float a = ((x[0] * wa[0] + x[1] * wa[1]) + x[2] * wa[2]) + x[3] * wa[3];
-    const float b = ((x[D] * wb[0] + x[D + 1] * wb[1]) + x[D + 2] * wb[2]) + x[D + 3] * wb[3];
-    out_a[i] = a;
-    out_b[i] = b;
-    uint32_t bits_a, bits_b;
-    std::memcpy(&bits_a, &a, sizeof(float));
-    std::memcpy(&bits_b, &b, sizeof(float));
-    tail |= ((bits_a & 0x7f800000u) + 0x00800000u) | ((bits_b & 0x7f800000u) + 0x00800000u);
+  if (i < n) {  // the last n % 8 elements under a mask (zeros, which are finite, in the lanes past n)
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int k = 0; k < 4 + D; ++k) x[k] = _mm256_maskload_ps(rows[k] + i, m);
+    pair_sums<D>(x, va, vb, a, b, carry);
+    _mm256_maskstore_ps(out_a + i, m, a);
+    _mm256_maskstore_ps(out_b + i, m, b);
   }
-  return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0 || (tail & 0x80000000u) != 0;  // any sign bit set
+  return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
 }
 
 // The forward's W pass of float rows, vectorised along the output elements (no transposes). A row is read
@@ -544,10 +544,13 @@ __attribute__((target("avx512f"))) inline __m512 weighted_sum16(const __m512 t[4
   acc = _mm512_add_ps(acc, _mm512_mul_ps(t[2], w[2]));
   return _mm512_add_ps(acc, _mm512_mul_ps(t[3], w[3]));
 }
+__attribute__((target("avx512f"))) inline __m512i nonfinite_carry16(__m512 v) {  // nonfinite_carry, 16 lanes
+  const __m512i bits = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7f800000));
+  return _mm512_add_epi32(bits, _mm512_set1_epi32(0x00800000));
+}
 __attribute__((target("avx512f"))) inline void store_tested16(float* o, __m512 acc, __m512i& carry) {
   _mm512_storeu_ps(o, acc);
-  const __m512i bits = _mm512_and_si512(_mm512_castps_si512(acc), _mm512_set1_epi32(0x7f800000));
-  carry = _mm512_or_si512(carry, _mm512_add_epi32(bits, _mm512_set1_epi32(0x00800000)));
+  carry = _mm512_or_si512(carry, nonfinite_carry16(acc));
 }
 __attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
   return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
@@ -582,7 +585,7 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
   return fold_carry16(carry);
 }
 
-// Rows a and b of combine4x2_checked16 from source vectors x[0..3] and x[D..D + 3], with their inf/NaN carry.
+// pair_sums with 16 lanes.
 template <int D>
 __attribute__((target("avx512f"))) inline void pair_sums16(const __m512 x[], const __m512 va[4], const __m512 vb[4],
                                                           __m512& a, __m512& b, __m512i& carry) {
@@ -592,9 +595,7 @@ __attribute__((target("avx512f"))) inline void pair_sums16(const __m512 x[], con
   b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 2], vb[2]));
   a = _mm512_add_ps(a, _mm512_mul_ps(x[3], va[3]));
   b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 3], vb[3]));
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
-  carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(a), exponent), one));
-  carry = _mm512_or_si512(carry, _mm512_add_epi32(_mm512_and_si512(_mm512_castps_si512(b), exponent), one));
+  carry = _mm512_or_si512(carry, _mm512_or_si512(nonfinite_carry16(a), nonfinite_carry16(b)));
 }
 
 // combine4x2_checked with 16 lanes (AVX-512): one vector store is a whole 64-byte line of each row, and the weights
@@ -647,8 +648,8 @@ inline bool combine4x2_rows(float* out_a, float* out_b, const float* const r[5],
                : combine4x2_checked<0, kStream>(out_a, out_b, r, wa, wb, n);
 }
 
-// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from five loads of 16 elements
-// at base .. base + 4, then interleaved by two vpermt2ps. The same sums as up2_pair.
+// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from the 20 elements at base ..
+// base + 19 as five vectors shifted by one, then interleaved by two vpermt2ps. The same sums as up2_pair.
 __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                            int64_t b) {
