@@ -105,6 +105,19 @@ def test_the_permute_pass_takes_16_lanes_with_avx512(size, out, fmt, note):
     torch.testing.assert_close(ours, torch.ops.aten.upsample_bicubic2d(x, list(out), False), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, CL])
+def test_a_large_h_first_forward_streams_its_whole_line_stores(fmt):
+    # H first, where the input read and the output written come to 8 MiB or more (1080p RGB halved: 31 MB), the
+    # permute W pass's 16-lane blocks store whole lines non-temporally (AVX-512); 540p halved (7.4 MiB) stores as usual.
+    large = _C._cpu_plan(torch.empty(1, 3, 1080, 1920).contiguous(memory_format=fmt), 540, 960, True)
+    small = _C._cpu_plan(torch.empty(1, 3, 540, 960).contiguous(memory_format=fmt), 270, 480, True)
+    if "W pass permute" not in large:
+        pytest.skip("no AVX2 here: the permute W pass is not taken")
+    assert "H first" in large and "streaming stores" not in small, small
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")
+    assert ("streaming stores" in large) == avx512, large
+
+
 def test_tasks_of_small_planes_do_not_fetch():
     # 14 x 14 planes read under 4 KiB per task: the hardware prefetcher has them, and no fetch is planned.
     x = torch.randn(4, 8, 14, 14)

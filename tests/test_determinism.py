@@ -82,6 +82,9 @@ ISA_CASES = [
     ((1, 4, 30, 30), (13, 61), False, torch.bfloat16, "hwc_view"),
     ((1, 12, 9, 17), (20, 40), False, torch.float32, "hwc_view"),
     ((1, 3, 200, 300), (1000, 1024), False, torch.float32, "hwc_view"),  # 12 MiB: non-temporal stores
+    # H first, reading and writing over 8 MiB: the 16-lane W-pass blocks store non-temporally (AVX-512)
+    ((1, 2, 1040, 1030), (515, 512), False, torch.float32, "contiguous"),
+    ((1, 3, 700, 1000), (350, 496), False, torch.float32, "channels_last"),
 ]
 
 

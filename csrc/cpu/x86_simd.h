@@ -548,8 +548,13 @@ __attribute__((target("avx512f"))) inline __m512i nonfinite_carry16(__m512 v) { 
   const __m512i bits = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7f800000));
   return _mm512_add_epi32(bits, _mm512_set1_epi32(0x00800000));
 }
+// kStream: a non-temporal store (o on a 64-byte line; the caller fences).
+template <bool kStream = false>
 __attribute__((target("avx512f"))) inline void store_tested16(float* o, __m512 acc, __m512i& carry) {
-  _mm512_storeu_ps(o, acc);
+  if constexpr (kStream)
+    _mm512_stream_ps(o, acc);
+  else
+    _mm512_storeu_ps(o, acc);
   carry = _mm512_or_si512(carry, nonfinite_carry16(acc));
 }
 __attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
@@ -557,7 +562,9 @@ __attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
 }
 
 // Blocks b and b + 1 of kind kWin32: each tap's 16 lanes picked out of a window of 32 elements by one vpermt2ps. The
-// same sum per element as every other block kind.
+// same sum per element as every other block kind. kStream: each row's 16 outputs are one whole line, stored
+// non-temporally (w_pass_permute's `stream`).
+template <bool kStream>
 __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t out_stride, const float* in,
                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                             int64_t b) {
@@ -580,7 +587,7 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
       const float* q = src[k] + r * in_stride;
       t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), idx[k], _mm512_loadu_ps(q + 16));
     }
-    store_tested16(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
+    store_tested16<kStream>(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
   }
   return fold_carry16(carry);
 }
@@ -649,7 +656,9 @@ inline bool combine4x2_rows(float* out_a, float* out_b, const float* const r[5],
 }
 
 // Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from the 20 elements at base ..
-// base + 19 as five vectors shifted by one, then interleaved by two vpermt2ps. The same sums as up2_pair.
+// base + 19 as five vectors shifted by one, then interleaved by two vpermt2ps. The same sums as up2_pair. kStream: the
+// two whole lines of each row stored non-temporally.
+template <bool kStream>
 __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                            int64_t b) {
@@ -676,8 +685,8 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
                          _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 4))};
     const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
     float* o = out + r * out_stride + b * 8;
-    store_tested16(o, _mm512_permutex2var_ps(even, first, odd), carry);
-    store_tested16(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
+    store_tested16<kStream>(o, _mm512_permutex2var_ps(even, first, odd), carry);
+    store_tested16<kStream>(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
   }
   return fold_carry16(carry);
 }
@@ -685,10 +694,13 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
 // out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
 // scratch. True if any output is inf or NaN (the overflow guard of the caller). Bytes [fetch, fetch_end), if
 // given, are prefetched into cache a few lines after each block (the caller's next rows: memory reads that then
-// overlap this pass's arithmetic).
+// overlap this pass's arithmetic). stream: the 16-lane kinds (kWin32, kUp2Wide), whose stores are whole 64-byte lines,
+// store non-temporally where they start on a line (out and out_stride on 64-byte lines, so an even block; the caller
+// fences); the others store as usual.
 __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
-                                                           float* pad, const char* fetch = nullptr,
+                                                           float* pad, bool stream = false,
+                                                           const char* fetch = nullptr,
                                                            const char* fetch_end = nullptr) {
   const int64_t fetch_lines = fetch ? (fetch_end - fetch + 63) / 64 : 0;
   const int64_t fetch_per_block = p.blocks > 0 ? (fetch_lines + p.blocks - 1) / p.blocks : 0;
@@ -722,8 +734,14 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kShift3: c = shift_block<3>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kShift4: c = shift_block<4>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2: c = up2_pair(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kUp2Wide: c = up2_wide(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kWin32: c = win32_pair(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2Wide:
+        c = stream && b % 2 == 0 ? up2_wide<true>(out, out_stride, in, in_stride, rows, p, b)
+                   : up2_wide<false>(out, out_stride, in, in_stride, rows, p, b);
+        break;
+      case PermutePlan::kWin32:
+        c = stream && b % 2 == 0 ? win32_pair<true>(out, out_stride, in, in_stride, rows, p, b)
+                   : win32_pair<false>(out, out_stride, in, in_stride, rows, p, b);
+        break;
       default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
     }
     carry = _mm256_or_si256(carry, c);
