@@ -41,7 +41,7 @@ rbg::DType to_dtype(ge::DataType t, std::string& name) {
     case ge::DT_FLOAT: name = "float32"; return rbg::DType::Float32;
     case ge::DT_FLOAT16: name = "float16"; return rbg::DType::Float16;
     case ge::DT_BF16: name = "bfloat16"; return rbg::DType::BFloat16;
-    default: name = "dtype " + std::to_string(static_cast<int>(t)); return rbg::DType::Unsupported;
+    default: name = "ge::DataType " + std::to_string(static_cast<int>(t)); return rbg::DType::Unsupported;
   }
 }
 
