@@ -736,11 +736,11 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       case PermutePlan::kUp2: c = up2_pair(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2Wide:
         c = stream && b % 2 == 0 ? up2_wide<true>(out, out_stride, in, in_stride, rows, p, b)
-                   : up2_wide<false>(out, out_stride, in, in_stride, rows, p, b);
+                                 : up2_wide<false>(out, out_stride, in, in_stride, rows, p, b);
         break;
       case PermutePlan::kWin32:
         c = stream && b % 2 == 0 ? win32_pair<true>(out, out_stride, in, in_stride, rows, p, b)
-                   : win32_pair<false>(out, out_stride, in, in_stride, rows, p, b);
+                                 : win32_pair<false>(out, out_stride, in, in_stride, rows, p, b);
         break;
       default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
     }
