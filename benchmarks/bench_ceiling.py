@@ -14,6 +14,11 @@ nothing read): glibc hands torch's large fresh outputs back from such a cycle of
 cache when the forward writes it, while the copy rewrites one kept Y. No forward that returns a fresh output can beat
 the floor; the copy ceiling it can, where the output is small against the cache.
 
+A fourth, the stream floor, writes the same four buffers' worth with the engine's own non-temporal whole-line stores
+(`torch_resize_bicubic._C._stream_fill`, four other buffers in turn): the floor of a forward that writes its output
+that way, as the engine does for outputs of 8 MiB and more. Where the copy takes less than 60% of it, no forward
+that streams its output can reach 60% of the copy ceiling.
+
 Rounds interleave the two functions; medians per condition. Writes benchmarks/results/bench_ceiling.txt.
 
     python benchmarks/bench_ceiling.py [--repeats 21]
@@ -26,6 +31,7 @@ import sys
 import torch
 
 import torch_resize_bicubic  # noqa: F401  (registers torch.ops.cann)
+from torch_resize_bicubic import _C
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cpu import LAYOUTS, WARMUP, tee_stdout, timed  # noqa: E402
@@ -53,13 +59,19 @@ def run_case(image_shape, size, fmt, repeats, evict):
         return torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
 
     cycle = [torch.empty_like(y_kept) for _ in range(4)]
-    turn = [0]
+    turn = [0, 0]
 
     def write_floor():  # the output's bytes into the next of four buffers
         turn[0] = (turn[0] + 1) % 4
         cycle[turn[0]].fill_(1.0)
 
-    fns = {"forward": forward, "copy": copy, "floor": write_floor}
+    streamed = [torch.empty_like(y_kept) for _ in range(4)]
+
+    def stream_floor():  # the output's bytes, streamed, into the next of four other buffers
+        turn[1] = (turn[1] + 1) % 4
+        _C._stream_fill(streamed[turn[1]], 1.0)
+
+    fns = {"forward": forward, "copy": copy, "floor": write_floor, "stream": stream_floor}
     for _ in range(WARMUP):
         for fn in fns.values():
             fn()
@@ -84,16 +96,17 @@ def main():
     evict = torch.zeros(EVICT_FLOATS)
     print(f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
           f"{torch.get_num_threads()} threads, float32, median of {args.repeats} rounds after {WARMUP} warm-up rounds; "
-          f"ceiling = copy time / forward time; floor = write-floor time / forward time (warm)\n")
-    print("| image -> size | layout | warm: ours ms | copy ms | of ceiling | write floor ms | of floor | cold: ours ms | copy ms "
-          "| of ceiling |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"ceiling = copy time / forward time; floor = write-floor time / forward time; stream floor likewise (warm)\n")
+    print("| image -> size | layout | warm: ours ms | copy ms | of ceiling | write floor ms | of floor | stream floor ms "
+          "| of stream floor | cold: ours ms | copy ms | of ceiling |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for image_shape, size in CASES:
         for lname, fmt in LAYOUTS.items():
             warm, cold = run_case(image_shape, size, fmt, args.repeats, evict)
             print(f"| {'x'.join(map(str, image_shape))} -> {'x'.join(map(str, size))} | {lname} | "
                   f"{warm['forward'] * 1e3:.2f} | {warm['copy'] * 1e3:.2f} | {warm['copy'] / warm['forward']:.0%} | "
                   f"{warm['floor'] * 1e3:.2f} | {warm['floor'] / warm['forward']:.0%} | "
+                  f"{warm['stream'] * 1e3:.2f} | {warm['stream'] / warm['forward']:.0%} | "
                   f"{cold['forward'] * 1e3:.2f} | {cold['copy'] * 1e3:.2f} | {cold['copy'] / cold['forward']:.0%} |",
                   flush=True)
 

@@ -61,6 +61,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("forward"), py::arg("align_corners") = false, py::arg("scale_h") = 0.0, py::arg("scale_w") = 0.0,
         "The CPU engine's plan for resampling src to (dst_h, dst_w), in one line, without running it");
   m.def(
+      "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
+      py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
+  m.def(
       "check_resize_bicubic_v2_grad",
       [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,
          const std::vector<int64_t>& is, const std::string& id, const std::string& idev,

@@ -140,3 +140,22 @@ def test_every_call_prints_its_plan_under_rbg_cpu_plan():
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.startswith("[rbg cpu plan]")]
     assert len(lines) == 2 and "forward fast" in lines[0] and "backward fast" in lines[1], out.stderr
+
+
+@pytest.mark.parametrize("n, offset", [(0, 0), (5, 0), (16, 0), (17, 3), (1000, 1), (3 * 4096 * 16 + 7, 5)])
+def test_the_stream_floor_fill_writes_every_element_and_nothing_else(n, offset):
+    # bench_ceiling.py's stream floor: whole lines streamed, the head and tail lines stored as usual.
+    buf = torch.zeros(n + offset + 1)
+    _C._stream_fill(buf[offset:offset + n], 2.5)
+    assert torch.equal(buf[offset:offset + n], torch.full((n,), 2.5))
+    assert torch.count_nonzero(buf).item() == n
+
+
+def test_the_stream_floor_fill_takes_dense_float_tensors_only():
+    nhwc = torch.zeros(2, 3, 8, 8).contiguous(memory_format=CL)
+    _C._stream_fill(nhwc, 1.0)  # dense in another order: fine
+    assert torch.equal(nhwc, torch.ones(2, 3, 8, 8))
+    with pytest.raises(RuntimeError, match="dense float32"):
+        _C._stream_fill(torch.zeros(8, 8)[:, ::2], 1.0)
+    with pytest.raises(RuntimeError, match="dense float32"):
+        _C._stream_fill(torch.zeros(8, dtype=torch.float64), 1.0)

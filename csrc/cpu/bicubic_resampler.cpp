@@ -1606,6 +1606,37 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
   return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
 }
 
+void stream_fill(at::Tensor& out, double value) {
+  TORCH_CHECK(out.scalar_type() == at::kFloat && out.is_non_overlapping_and_dense() && out.device().is_cpu(),
+              "stream_fill: out must be a dense float32 CPU tensor (any memory format)");
+  float* const data = out.data_ptr<float>();
+  const float v = static_cast<float>(value);
+  const int64_t n = out.numel();
+  // Whole 64-byte lines in between; the head and tail lines with ordinary stores.
+  const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(data) % 64) % 64) / 4);
+  const int64_t lines = (n - head) / 16;
+  std::fill(data, data + head, v);
+  std::fill(data + head + lines * 16, data + n, v);
+  // Threads take contiguous runs of lines, as the engine's tasks take runs of output rows.
+  at::parallel_for(0, lines, 1024, [&](int64_t begin, int64_t end) {
+    float* const p = data + head + begin * 16;
+    const int64_t m = (end - begin) * 16;
+#ifdef RBG_X86_FAST
+    if (x86::has_avx512()) {
+      x86::stream_fill16(p, m, v);
+      _mm_sfence();
+      return;
+    }
+    if (x86::has_avx2()) {
+      x86::stream_fill8(p, m, v);
+      _mm_sfence();
+      return;
+    }
+#endif
+    std::fill(p, p + m, v);
+  });
+}
+
 std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, bool forward, bool align_corners,
                           double scale_h, double scale_w) {
   std::string what;

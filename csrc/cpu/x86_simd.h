@@ -271,6 +271,17 @@ __attribute__((target("avx2"))) inline void move_small_channel_groups(float* blk
 // A fixed size: inside VMs the C library reports the host's L3.
 constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
 
+// n floats from p (on a 64-byte line, n a multiple of 16) set to v with non-temporal stores: the whole-line stores the
+// engine writes large outputs with, and nothing else (bench_ceiling.py's stream floor). The caller fences.
+__attribute__((target("avx512f"))) inline void stream_fill16(float* p, int64_t n, float v) {
+  const __m512 x = _mm512_set1_ps(v);
+  for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(p + i, x);
+}
+__attribute__((target("avx2"))) inline void stream_fill8(float* p, int64_t n, float v) {
+  const __m256 x = _mm256_set1_ps(v);
+  for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(p + i, x);
+}
+
 // The overflow guard's inf/NaN test of 8 values: exponent bits all set <=> (bits & exp) + one exponent ulp
 // carries into the sign bit (any_nonfinite's trick in bicubic_resampler.cpp). OR the results together; a
 // sign bit set at the end means some value was not finite.
