@@ -1,6 +1,5 @@
 """F.interpolate integration (aten override), torch.export, autocast, and DDP training."""
 import os
-import socket
 import sys
 
 import pytest
@@ -100,15 +99,10 @@ def test_autocast_bfloat16_training():
     torch.testing.assert_close(ours.double(), ref, rtol=8e-3, atol=8e-3)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ddp_worker(rank, world, port, out_dir):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def _ddp_worker(rank, world, out_dir):
+    # Rendezvous through a file: no port to pick (a free port found by one process can be taken before the other
+    # binds it) and no store server thread in rank 0 for rank 1 to lose while both tear down.
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=world)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(Upsampler(lambda t: trb.resize_bicubic(t, scale_factor=2.0)))
@@ -123,7 +117,7 @@ def _ddp_worker(rank, world, port, out_dir):
 
 
 def test_ddp_gloo_two_processes(tmp_path):
-    mp.spawn(_ddp_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_ddp_worker, args=(2, str(tmp_path)), nprocs=2, join=True)
     g0 = torch.load(tmp_path / "rank0.pt")
     g1 = torch.load(tmp_path / "rank1.pt")
     for a, b in zip(g0, g1):
