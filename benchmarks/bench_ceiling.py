@@ -19,11 +19,12 @@ A fourth, the stream floor, writes the same four buffers' worth with the engine'
 that way, as the engine does for outputs of 8 MiB and more. Where the copy takes less than 60% of it, no forward
 that streams its output can reach 60% of the copy ceiling.
 
-Rounds interleave the two functions; medians per condition. Writes benchmarks/results/bench_ceiling.txt.
+Rounds interleave the functions; medians per condition. Writes benchmarks/results/bench_ceiling.txt.
 
     python benchmarks/bench_ceiling.py [--repeats 21]
 """
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -58,18 +59,14 @@ def run_case(image_shape, size, fmt, repeats, evict):
     def forward():
         return torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
 
-    cycle = [torch.empty_like(y_kept) for _ in range(4)]
-    turn = [0, 0]
+    filled = itertools.cycle([torch.empty_like(y_kept) for _ in range(4)])
+    streamed = itertools.cycle([torch.empty_like(y_kept) for _ in range(4)])
 
     def write_floor():  # the output's bytes into the next of four buffers
-        turn[0] = (turn[0] + 1) % 4
-        cycle[turn[0]].fill_(1.0)
-
-    streamed = [torch.empty_like(y_kept) for _ in range(4)]
+        next(filled).fill_(1.0)
 
     def stream_floor():  # the output's bytes, streamed, into the next of four other buffers
-        turn[1] = (turn[1] + 1) % 4
-        _C._stream_fill(streamed[turn[1]], 1.0)
+        _C._stream_fill(next(streamed), 1.0)
 
     fns = {"forward": forward, "copy": copy, "floor": write_floor, "stream": stream_floor}
     for _ in range(WARMUP):
@@ -96,9 +93,10 @@ def main():
     evict = torch.zeros(EVICT_FLOATS)
     print(f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
           f"{torch.get_num_threads()} threads, float32, median of {args.repeats} rounds after {WARMUP} warm-up rounds; "
-          f"ceiling = copy time / forward time; floor = write-floor time / forward time; stream floor likewise (warm)\n")
-    print("| image -> size | layout | warm: ours ms | copy ms | of ceiling | write floor ms | of floor | stream floor ms "
-          "| of stream floor | cold: ours ms | copy ms | of ceiling |")
+          f"ceiling = copy time / forward time; floor = write-floor time / forward time; "
+          f"stream floor likewise (warm)\n")
+    print("| image -> size | layout | warm: ours ms | copy ms | of ceiling | write floor ms | of floor "
+          "| stream floor ms | of stream floor | cold: ours ms | copy ms | of ceiling |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for image_shape, size in CASES:
         for lname, fmt in LAYOUTS.items():

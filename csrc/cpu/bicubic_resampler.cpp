@@ -1613,7 +1613,8 @@ void stream_fill(at::Tensor& out, double value) {
   const float v = static_cast<float>(value);
   const int64_t n = out.numel();
   // Whole 64-byte lines in between; the head and tail lines with ordinary stores.
-  const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(data) % 64) % 64) / 4);
+  const int64_t bytes_to_line = static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(data) % 64) % 64);
+  const int64_t head = std::min<int64_t>(n, bytes_to_line / 4);
   const int64_t lines = (n - head) / 16;
   std::fill(data, data + head, v);
   std::fill(data + head + lines * 16, data + n, v);

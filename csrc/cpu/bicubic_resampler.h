@@ -28,9 +28,9 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
 std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, bool forward, bool align_corners,
                           double scale_h, double scale_w);
 
-// Sets every element of out (float32, dense in any memory format) to value with the non-temporal whole-line stores the engine writes
-// large outputs with (AVX-512 or AVX2; ordinary stores elsewhere), on the engine's threads: the floor a forward that
-// writes its output that way cannot beat, timed by benchmarks/bench_ceiling.py. Not an op; no autograd.
+// Sets every element of out (float32, dense in any memory format) to value with the non-temporal whole-line stores
+// the engine writes large outputs with (AVX-512 or AVX2; ordinary stores elsewhere), on the engine's threads: the floor
+// a forward that writes its output that way cannot beat, timed by benchmarks/bench_ceiling.py. Not an op; no autograd.
 void stream_fill(at::Tensor& out, double value);
 
 }  // namespace rbg::cpu
