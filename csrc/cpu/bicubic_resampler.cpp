@@ -1060,7 +1060,7 @@ class TaskRunner {
 
   // W pass of n rows: rows in_stride apart (SW positions of w_cl channels) -> rows out_stride apart (DW positions;
   // out_row by default). `final`: these are the task's output rows (the permute pass then tests them for inf/NaN as
-  // it stores them).
+  // it stores them; rows that the H pass reads next it leaves untested).
   void w_pass(acc_t* out, const acc_t* in, int64_t in_stride, int64_t n, bool final, int64_t out_stride = -1,
               const char* fetch = nullptr, const char* fetch_end = nullptr) {
     const int64_t cl = p_.w_cl, out_row = out_stride < 0 ? p_.out_row : out_stride;
@@ -1075,7 +1075,7 @@ class TaskRunner {
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
             bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
-                                      std::min(kPermuteRows, n - r0), p_.permute, pad, final && p_.stream_out,
+                                      std::min(kPermuteRows, n - r0), p_.permute, pad, final, final && p_.stream_out,
                                       r0 == 0 ? fetch : nullptr, fetch_end) || bad;
           if (final) {
             tested_ = true;

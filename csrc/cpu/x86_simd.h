@@ -424,21 +424,23 @@ __attribute__((target("avx2"))) inline __m256 weighted_sum(const __m256 t[4], co
 }
 
 // Stores the first `valid` lanes of acc at o and ORs their nonfinite_carry into carry (unused lanes are
-// not stored or tested).
+// not stored or tested). kTest false: stores only, for a W pass whose rows are not the final output (its blocks
+// then return no carry; the final pass tests what these rows become).
+template <bool kTest>
 __attribute__((target("avx2"))) inline void store_tested(float* o, __m256 acc, int valid, __m256i store_mask,
                                                          __m256i& carry) {
-  const __m256i test = nonfinite_carry(acc);
-  if (valid == 8) {
+  if (valid == 8)
     _mm256_storeu_ps(o, acc);
-    carry = _mm256_or_si256(carry, test);
-  } else {
+  else
     _mm256_maskstore_ps(o, store_mask, acc);
-    carry = _mm256_or_si256(carry, _mm256_and_si256(test, store_mask));
+  if constexpr (kTest) {
+    const __m256i test = nonfinite_carry(acc);
+    carry = _mm256_or_si256(carry, valid == 8 ? test : _mm256_and_si256(test, store_mask));
   }
 }
 
 // Block b of every row; returns the inf/NaN carry of its stored values (see w_pass_permute).
-template <int kWindow, bool kPerTap, bool kEven = false>
+template <bool kTest, int kWindow, bool kPerTap, bool kEven = false>
 __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t out_stride, const float* in,
                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                             const float* pad, int64_t b) {
@@ -479,7 +481,7 @@ __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t
     __m256 acc = weighted_sum(t, w);
     if constexpr (kEven)  // 64-bit pairs (0, 2, 1, 3): the lanes back in order
       acc = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8));
-    store_tested(out + r * out_stride + i0, acc, valid, store_mask, carry);
+    store_tested<kTest>(out + r * out_stride + i0, acc, valid, store_mask, carry);
   }
   return carry;
 }
@@ -487,7 +489,7 @@ __attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t
 // Block b of kind kShift<S>: tap k's lane j is element base_k + shift[choice_j] + j, so it comes from the
 // load at base_k + shift[choice_j]: S unaligned loads and S - 1 blends per tap. The blends' masks
 // (choice_j >= m) are shared by the four taps.
-template <int S>
+template <bool kTest, int S>
 __attribute__((target("avx2"))) inline __m256i shift_block(float* out, int64_t out_stride, const float* in,
                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                           int64_t b) {
@@ -516,13 +518,14 @@ __attribute__((target("avx2"))) inline __m256i shift_block(float* out, int64_t o
       for (int m = 1; m < S; ++m) t[k] = _mm256_blendv_ps(t[k], _mm256_loadu_ps(q + shift[m]), later[m]);
     }
     __m256 acc = weighted_sum(t, w);
-    store_tested(out + r * out_stride + b * 8, acc, 8, all, carry);
+    store_tested<kTest>(out + r * out_stride + b * 8, acc, 8, all, carry);
   }
   return carry;
 }
 
 // Blocks b and b + 1 of kind kUp2: their outputs 8b + 2j (even) and 8b + 2j + 1 (odd), j < 8, take taps base + j + k
 // and base + j + 1 + k: five loads at base .. base + 4 serve both phases.
+template <bool kTest>
 __attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_stride, const float* in,
                                                        int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                        int64_t b) {
@@ -541,8 +544,8 @@ __attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_
     for (int m = 0; m < 5; ++m) t[m] = _mm256_loadu_ps(q + m);
     const __m256 even = weighted_sum(t, we), odd = weighted_sum(t + 1, wo);
     const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);  // pairs 0-1, 4-5 | 2-3, 6-7
-    store_tested(out + r * out_stride + b * 8, _mm256_permute2f128_ps(lo, hi, 0x20), 8, all, carry);
-    store_tested(out + r * out_stride + b * 8 + 8, _mm256_permute2f128_ps(lo, hi, 0x31), 8, all, carry);
+    store_tested<kTest>(out + r * out_stride + b * 8, _mm256_permute2f128_ps(lo, hi, 0x20), 8, all, carry);
+    store_tested<kTest>(out + r * out_stride + b * 8 + 8, _mm256_permute2f128_ps(lo, hi, 0x31), 8, all, carry);
   }
   return carry;
 }
@@ -559,14 +562,14 @@ __attribute__((target("avx512f"))) inline __m512i nonfinite_carry16(__m512 v) { 
   const __m512i bits = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7f800000));
   return _mm512_add_epi32(bits, _mm512_set1_epi32(0x00800000));
 }
-// kStream: a non-temporal store (o on a 64-byte line; the caller fences).
-template <bool kStream = false>
+// kStream: a non-temporal store (o on a 64-byte line; the caller fences). kTest: as store_tested.
+template <bool kStream, bool kTest>
 __attribute__((target("avx512f"))) inline void store_tested16(float* o, __m512 acc, __m512i& carry) {
   if constexpr (kStream)
     _mm512_stream_ps(o, acc);
   else
     _mm512_storeu_ps(o, acc);
-  carry = _mm512_or_si512(carry, nonfinite_carry16(acc));
+  if constexpr (kTest) carry = _mm512_or_si512(carry, nonfinite_carry16(acc));
 }
 __attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
   return _mm256_or_si256(_mm512_castsi512_si256(carry), _mm512_extracti64x4_epi64(carry, 1));
@@ -575,7 +578,7 @@ __attribute__((target("avx512f"))) inline __m256i fold_carry16(__m512i carry) {
 // Blocks b and b + 1 of kind kWin32: each tap's 16 lanes picked out of a window of 32 elements by one vpermt2ps. The
 // same sum per element as every other block kind. kStream: each row's 16 outputs are one whole line, stored
 // non-temporally (w_pass_permute's `stream`).
-template <bool kStream>
+template <bool kStream, bool kTest>
 __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t out_stride, const float* in,
                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                             int64_t b) {
@@ -598,7 +601,7 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
       const float* q = src[k] + r * in_stride;
       t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), idx[k], _mm512_loadu_ps(q + 16));
     }
-    store_tested16<kStream>(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
+    store_tested16<kStream, kTest>(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
   }
   return fold_carry16(carry);
 }
@@ -669,7 +672,7 @@ inline bool combine4x2_rows(float* out_a, float* out_b, const float* const r[5],
 // Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from the 20 elements at base ..
 // base + 19 as five vectors shifted by one, then interleaved by two vpermt2ps. The same sums as up2_pair. kStream: the
 // two whole lines of each row stored non-temporally.
-template <bool kStream>
+template <bool kStream, bool kTest>
 __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
                                                            int64_t b) {
@@ -696,25 +699,74 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
                          _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 4))};
     const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
     float* o = out + r * out_stride + b * 8;
-    store_tested16<kStream>(o, _mm512_permutex2var_ps(even, first, odd), carry);
-    store_tested16<kStream>(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
+    store_tested16<kStream, kTest>(o, _mm512_permutex2var_ps(even, first, odd), carry);
+    store_tested16<kStream, kTest>(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
   }
   return fold_carry16(carry);
 }
 
-// out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
-// scratch. True if any output is inf or NaN (the overflow guard of the caller). Bytes [fetch, fetch_end), if
-// given, are prefetched into cache a few lines after each block (the caller's next rows: memory reads that then
-// overlap this pass's arithmetic). stream: the 16-lane kinds (kWin32, kUp2Wide), whose stores are whole 64-byte lines,
-// store non-temporally where they start on a line (out and out_stride on 64-byte lines, so an even block; the caller
-// fences); the others store as usual.
-__attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t out_stride, const float* in,
-                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
-                                                           float* pad, bool stream = false,
-                                                           const char* fetch = nullptr,
-                                                           const char* fetch_end = nullptr) {
+// Every block of w_pass_permute, with the fetches spread over them; the OR of the blocks' carries (kTest) or zeros.
+template <bool kTest>
+__attribute__((target("avx2"))) inline __m256i permute_blocks(float* out, int64_t out_stride, const float* in,
+                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                             const float* pad, bool stream, const char* fetch,
+                                                             const char* fetch_end) {
   const int64_t fetch_lines = fetch ? (fetch_end - fetch + 63) / 64 : 0;
   const int64_t fetch_per_block = p.blocks > 0 ? (fetch_lines + p.blocks - 1) / p.blocks : 0;
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    __m256i c;
+    switch (p.kind[b]) {
+      case PermutePlan::kShared8:
+        c = permute_block<kTest, 8, false>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kShared16:
+        c = permute_block<kTest, 16, false>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kTap8: c = permute_block<kTest, 8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kTap16:
+        c = permute_block<kTest, 16, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kTap24:
+        c = permute_block<kTest, 24, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kEven16:
+        c = permute_block<kTest, 16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kShift1: c = shift_block<kTest, 1>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift2: c = shift_block<kTest, 2>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift3: c = shift_block<kTest, 3>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift4: c = shift_block<kTest, 4>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2: c = up2_pair<kTest>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2Wide:
+        c = stream && b % 2 == 0 ? up2_wide<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
+                                 : up2_wide<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        break;
+      case PermutePlan::kWin32:
+        c = stream && b % 2 == 0 ? win32_pair<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
+                                 : win32_pair<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        break;
+      default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
+    }
+    carry = _mm256_or_si256(carry, c);
+    for (int64_t l = 0; l < fetch_per_block && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
+  }
+  return carry;
+}
+
+// out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
+// scratch. test: the rows are the final output, tested for inf/NaN as they are stored: true if any is (the overflow
+// guard of the caller). Rows that another pass reads next go untested (false), which saves a fifth of the exact-2x
+// blocks' time: the final pass tests what they become. Bytes [fetch, fetch_end), if given, are prefetched into cache
+// a few lines after each block (the caller's next rows: memory reads that then overlap this pass's arithmetic).
+// stream: the 16-lane kinds (kWin32, kUp2Wide), whose stores are whole 64-byte lines, store non-temporally where they
+// start on a line (out and out_stride on 64-byte lines, so an even block; the caller fences); the others store as
+// usual.
+__attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t out_stride, const float* in,
+                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                           float* pad, bool test, bool stream = false,
+                                                           const char* fetch = nullptr,
+                                                           const char* fetch_end = nullptr) {
   const int64_t tail0 = permute_pad_start(p), tail_len = p.in_len - tail0;
   for (int64_t r = 0; r < rows && p.padded; ++r) {
     float* dst = pad + r * kPermutePad;
@@ -728,36 +780,11 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
       for (; k < kPermutePad; ++k) dst[k] = 0.0f;
     }
   }
-  __m256i carry = _mm256_setzero_si256();
-  for (int64_t b = 0; b < p.blocks; ++b) {
-    __m256i c;
-    switch (p.kind[b]) {
-      case PermutePlan::kShared8: c = permute_block<8, false>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kShared16: c = permute_block<16, false>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kTap8: c = permute_block<8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kTap16: c = permute_block<16, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kTap24: c = permute_block<24, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
-      case PermutePlan::kEven16:
-        c = permute_block<16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b);
-        break;
-      case PermutePlan::kShift1: c = shift_block<1>(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kShift2: c = shift_block<2>(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kShift3: c = shift_block<3>(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kShift4: c = shift_block<4>(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kUp2: c = up2_pair(out, out_stride, in, in_stride, rows, p, b); break;
-      case PermutePlan::kUp2Wide:
-        c = stream && b % 2 == 0 ? up2_wide<true>(out, out_stride, in, in_stride, rows, p, b)
-                                 : up2_wide<false>(out, out_stride, in, in_stride, rows, p, b);
-        break;
-      case PermutePlan::kWin32:
-        c = stream && b % 2 == 0 ? win32_pair<true>(out, out_stride, in, in_stride, rows, p, b)
-                                 : win32_pair<false>(out, out_stride, in, in_stride, rows, p, b);
-        break;
-      default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
-    }
-    carry = _mm256_or_si256(carry, c);
-    for (int64_t l = 0; l < fetch_per_block && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
+  if (!test) {
+    permute_blocks<false>(out, out_stride, in, in_stride, rows, p, pad, stream, fetch, fetch_end);
+    return false;
   }
+  const __m256i carry = permute_blocks<true>(out, out_stride, in, in_stride, rows, p, pad, stream, fetch, fetch_end);
   return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
 }
 
