@@ -63,6 +63,8 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
+  m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,
+        "How many output rows the CPU engine's float overflow guard has recomputed in double since the process started");
   m.def(
       "check_resize_bicubic_v2_grad",
       [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,

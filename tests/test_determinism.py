@@ -121,3 +121,42 @@ def test_simd_paths_match_portable_loops(tmp_path, env):
     assert len(fast) == len(other) == 2 * len(ISA_CASES)
     for a, b in zip(fast, other):
         assert torch.equal(a, b)
+
+
+# (image shape, output size, layout, dtype, direction) with a 4 x 4 block of 3e38: the float sums overflow, and the
+# rows holding inf or NaN are recomputed in double. Which rows those are must not follow the task split (it
+# depends on the thread count): before the guard went row by row, it recomputed whole tasks, and rows near the
+# overflow changed with the thread count.
+OVERFLOW_CASES = [
+    ((2, 3, 64, 80), (130, 170), "contiguous", torch.float32, "forward"),     # W first
+    ((1, 2, 90, 70), (88, 141), "contiguous", torch.float32, "forward"),      # H first
+    ((1, 3, 60, 50), (121, 101), "channels_last", torch.float32, "forward"),  # interleaved rows
+    ((1, 3, 60, 50), (121, 101), "hwc_view", torch.float32, "forward"),       # rows split into planes
+    ((1, 2, 60, 50), (121, 101), "contiguous", torch.bfloat16, "forward"),    # staged, then narrowed
+    ((2, 3, 64, 80), (31, 45), "contiguous", torch.float32, "gradient"),
+    ((1, 3, 81, 121), (40, 60), "channels_last", torch.float32, "gradient"),
+]
+
+
+@pytest.mark.parametrize("shape,size,layout,dtype,direction", OVERFLOW_CASES)
+def test_overflow_guard_bitwise_equal_across_thread_counts(shape, size, layout, dtype, direction):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(7))
+    x[0, 0, shape[2] // 3:shape[2] // 3 + 4, 10:14] = 3.0e38
+    x = make_layout(x.to(dtype), layout)
+
+    def run():
+        if direction == "forward":
+            return torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
+        image = torch.empty(shape[0], shape[1], *size, dtype=dtype)
+        return trb.resize_bicubic_v2_grad(x, image, False, (0.0, 0.0))
+
+    from torch_resize_bicubic import _C
+
+    results = []
+    for threads in (1, 2, 3, 4):
+        torch.set_num_threads(threads)
+        before = _C._overflow_guard_rows()
+        results.append(run())
+        assert _C._overflow_guard_rows() > before  # the guard had rows to recompute
+    for r in results[1:]:
+        assert torch.equal(r, results[0])

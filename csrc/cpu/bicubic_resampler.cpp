@@ -22,6 +22,7 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,9 @@
 
 namespace rbg::cpu {
 namespace {
+
+// For tests: the output rows the overflow guard has recomputed in double (overflow_guard_rows).
+std::atomic<int64_t> rows_recomputed_in_double{0};
 
 // ---- hot loops -------------------------------------------------------------------------------------
 
@@ -1346,15 +1350,11 @@ class TaskRunner {
     const int64_t out_row = p_.out_row, n = (y1 - y0) * out_row;
     if constexpr (std::is_same_v<acc_t, float>) {
       // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a zero
-      // weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Any non-finite value in the task's rows
-      // sends them through the streaming path in double; for NaN/inf inputs that gives the same positions, for
-      // finite ones the correctly overflowed result.
-      if (tested_ ? nonfinite_ : any_nonfinite(ob, n)) {
-        // Rows already in the planes (split_input) are recomputed in one piece and split again.
-        acc_t* const rows = p_.split_input ? obuf_ : ob;
-        stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, y0, y1, rows);
-        if (p_.split_input) write_planes(u, y0, y1, rows);
-      }
+      // weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Each output row holding a non-finite value
+      // goes through the streaming path in double; for NaN/inf inputs that gives the same positions, for finite
+      // ones the correctly overflowed result. Row by row, not the task's rows, so that which rows change does not
+      // depend on the task split (which follows the thread count).
+      if (tested_ ? nonfinite_ : any_nonfinite(ob, n)) recompute_nonfinite_rows(su, u, ob, y0, y1);
     }
     if (!p_.staged) return;
     if (p_.planar_out) {
@@ -1363,6 +1363,30 @@ class TaskRunner {
       std::memcpy(io_.dst + (u * p_.DH + y0) * out_row, ob, n * sizeof(acc_t));
     } else {
       narrow(io_.dst + (u * p_.DH + y0) * out_row, ob, n);
+    }
+  }
+
+  // The overflow guard's recompute: each run of the task's output rows that hold an inf or NaN, in double.
+  void recompute_nonfinite_rows(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
+    auto nonfinite = [&](int64_t dy) {
+      if (!p_.split_input) return any_nonfinite(ob + (dy - y0) * p_.out_row, p_.out_row);
+      for (int64_t c = 0; c < p_.C; ++c)  // the row of each of the C planes, where the pass wrote it
+        if (any_nonfinite(reinterpret_cast<const acc_t*>(planes_of(u, dy)) + c * p_.DH * p_.DW, p_.DW)) return true;
+      return false;
+    };
+    for (int64_t dy = y0; dy < y1;) {
+      if (!nonfinite(dy)) {
+        ++dy;
+        continue;
+      }
+      int64_t end = dy + 1;
+      while (end < y1 && nonfinite(end)) ++end;
+      // Rows already in the planes (split_input) are recomputed interleaved and split again.
+      acc_t* const rows = p_.split_input ? obuf_ : ob + (dy - y0) * p_.out_row;
+      stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, dy, end, rows);
+      if (p_.split_input) write_planes(u, dy, end, rows);
+      rows_recomputed_in_double.fetch_add(end - dy, std::memory_order_relaxed);
+      dy = end;
     }
   }
 
@@ -1605,6 +1629,8 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
                              double scale_h, double scale_w) {
   return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
 }
+
+int64_t overflow_guard_rows() { return rows_recomputed_in_double.load(std::memory_order_relaxed); }
 
 void stream_fill(at::Tensor& out, double value) {
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.is_non_overlapping_and_dense() && out.device().is_cpu(),
