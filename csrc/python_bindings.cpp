@@ -63,10 +63,6 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
-  m.def("_set_first_range_delay_for_tests", &rbg::cpu::set_first_range_delay_for_tests, py::arg("microseconds"),
-        "Tests only: the owner of the CPU engine's first task range starts this many microseconds late");
-  m.def("_tasks_taken_from_other_ranges", &rbg::cpu::tasks_taken_from_other_ranges,
-        "How many CPU engine tasks threads have taken from other threads' ranges since the process started");
   m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,
         "How many output rows the CPU engine's float overflow guard has recomputed in double since the process started");
   m.def(

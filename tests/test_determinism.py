@@ -123,52 +123,6 @@ def test_simd_paths_match_portable_loops(tmp_path, env):
         assert torch.equal(a, b)
 
 
-# (image shape, output size, layout, dtype, direction): forward W first and H first, streaming stores, the overflow
-# guard's per-task recompute in double, the numpy view's planes, low precision, the gradient.
-STEAL_CASES = [
-    ((2, 3, 64, 80), (130, 170), "contiguous", torch.float32, "forward"),
-    ((1, 3, 120, 90), (61, 44), "channels_last", torch.float32, "forward"),
-    ((1, 1, 700, 1000), (1400, 2000), "contiguous", torch.float32, "forward"),  # 10.7 MiB: non-temporal stores
-    ((1, 3, 90, 70), (181, 140), "hwc_view", torch.float32, "forward"),
-    ((2, 4, 50, 60), (101, 33), "contiguous", torch.bfloat16, "forward"),
-    ((2, 3, 64, 80), (31, 45), "channels_last", torch.float32, "gradient"),
-    ((1, 5, 70, 40), (140, 81), "contiguous", torch.float64, "gradient"),
-]
-
-
-@pytest.mark.parametrize("shape,size,layout,dtype,direction", STEAL_CASES)
-def test_tasks_taken_from_other_threads_change_no_bit(shape, size, layout, dtype, direction):
-    # Each thread runs its own range of tasks, then takes tasks from the back of ranges still running elsewhere.
-    # The owner of the first range starting late makes the other thread take its tasks: all of them (long delay)
-    # or some (short); the bits must be those of one thread running every task in order.
-    from torch_resize_bicubic import _C
-
-    x = make_layout(torch.randn(shape, generator=torch.Generator().manual_seed(5)).to(dtype), layout)
-    if direction == "forward" and dtype == torch.float32 and shape[2] == 64:
-        x[0, 0, 10, 10:12] = 3.0e38  # overflows the float passes: the task with them is recomputed in double
-
-    def run():
-        if direction == "forward":
-            return torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0])
-        image = torch.empty(shape[0], shape[1], *size, dtype=dtype)
-        return trb.resize_bicubic_v2_grad(x, image, False, (0.0, 0.0))
-
-    torch.set_num_threads(1)
-    expected = run()
-    torch.set_num_threads(2)
-    try:
-        for delay_us, must_take in ((50_000, True), (300, False)):
-            before = _C._tasks_taken_from_other_ranges()
-            _C._set_first_range_delay_for_tests(delay_us)
-            got = run()
-            _C._set_first_range_delay_for_tests(0)
-            if must_take:
-                assert _C._tasks_taken_from_other_ranges() > before
-            assert torch.equal(got, expected)
-    finally:
-        _C._set_first_range_delay_for_tests(0)
-
-
 # (image shape, output size, layout, dtype, direction) with a 4 x 4 block of 3e38: the float sums overflow, and the
 # rows holding inf or NaN are recomputed in double. Which rows those are must not follow the task split (it
 # depends on the thread count): before the guard went row by row, it recomputed whole tasks, and rows near the

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +31,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -57,11 +55,7 @@
 namespace rbg::cpu {
 namespace {
 
-// For tests (set_first_range_delay_for_tests): how late the owner of the first task range starts, in microseconds;
-// and how many tasks threads have taken from other threads' ranges (tasks_taken_from_other_ranges).
-std::atomic<int64_t> first_range_delay_us{0};
-std::atomic<int64_t> tasks_taken_from_others{0};
-// And the output rows the overflow guard has recomputed in double (overflow_guard_rows).
+// For tests: the output rows the overflow guard has recomputed in double (overflow_guard_rows).
 std::atomic<int64_t> rows_recomputed_in_double{0};
 
 // ---- hot loops -------------------------------------------------------------------------------------
@@ -1177,7 +1171,7 @@ class TaskRunner {
     w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true, -1, fetch, fetch_end);
   }
 
-  // The input rows of this thread's next task (task + 1: each thread runs its own range of tasks in order) that
+  // The input rows of this thread's next task (task + 1: parallel_for hands each thread a contiguous range) that
   // this task (output rows up to y1, source rows up to sy1) did not read, as one byte range (fetch_next: the rows
   // lie back to back) of at most kFetchBytes.
   void next_task_rows(int64_t u, int64_t y1, int64_t sy1, const char*& begin, const char*& end) const {
@@ -1421,67 +1415,12 @@ class TaskRunner {
   int64_t ring_unit_ = -1, ring_lo_ = 0, ring_hi_ = 0;
 };
 
-// Tasks [0, tasks) in one contiguous range per thread, each range taken from its front by its owner, in order (a
-// thread's consecutive tasks share W-pass rows and fetch each other's input rows), and from its back by threads that
-// have run out of their own: a thread slowed by its share of the memory or by its CPU does not hold up the call.
-// Which thread runs a task changes no value (each task writes its own rows in a fixed order).
-class TaskRanges {
- public:
-  static constexpr int64_t kMaxTasks = int64_t{1} << 32;
-  TaskRanges(int64_t tasks, int64_t ranges) : n_(ranges), ranges_(new Range[static_cast<size_t>(ranges)]) {
-    for (int64_t r = 0; r < ranges; ++r)
-      ranges_[r].span.store(pack(tasks * r / ranges, tasks * (r + 1) / ranges), std::memory_order_relaxed);
-  }
-  int64_t size() const { return n_; }
-  // The next task from the front (owner) or the back (any other thread) of range r; false once it is empty.
-  bool take(int64_t r, bool front, int64_t& task) {
-    std::atomic<uint64_t>& span = ranges_[r].span;
-    uint64_t cur = span.load(std::memory_order_relaxed);
-    for (;;) {
-      const int64_t first = static_cast<int64_t>(cur >> 32), last = static_cast<int64_t>(cur & 0xffffffffu);
-      if (first >= last) return false;
-      const uint64_t next = front ? pack(first + 1, last) : pack(first, last - 1);
-      if (span.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
-        task = front ? first : last - 1;
-        return true;
-      }
-    }
-  }
-
- private:
-  static uint64_t pack(int64_t first, int64_t last) {
-    return (static_cast<uint64_t>(first) << 32) | static_cast<uint64_t>(last);
-  }
-  struct alignas(64) Range {  // one cache line each: the owners' claims do not contend
-    std::atomic<uint64_t> span{0};
-  };
-  const int64_t n_;
-  std::unique_ptr<Range[]> ranges_;
-};
-
 // Executes a plan: tasks (unit, block of output rows) spread over the threads, each through TaskRunner's passes.
 template <typename scalar_t, typename acc_t>
 void fast_engine(const FastPlan& plan, const EngineIO<scalar_t, acc_t>& io) {
-  const int64_t tasks = plan.units * plan.blocks;
-  if (tasks >= TaskRanges::kMaxTasks) {  // beyond the ranges' 32-bit halves (2^32 planes or more): fixed ranges
-    at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
-      TaskRunner<scalar_t, acc_t> runner(plan, io);
-      for (int64_t task = begin; task < end; ++task) runner.run(task);
-    });
-    return;
-  }
-  TaskRanges ranges(tasks, std::max<int64_t>(1, std::min<int64_t>(tasks, at::get_num_threads())));
-  const int64_t delay_us = first_range_delay_us.load(std::memory_order_relaxed);
-  at::parallel_for(0, ranges.size(), 1, [&](int64_t begin, int64_t end) {
-    if (begin == 0 && delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  at::parallel_for(0, plan.units * plan.blocks, 1, [&](int64_t begin, int64_t end) {
     TaskRunner<scalar_t, acc_t> runner(plan, io);
-    int64_t task, taken = 0;
-    for (int64_t r = begin; r < end; ++r)
-      while (ranges.take(r, /*front=*/true, task)) runner.run(task);
-    for (int64_t k = 1; k < ranges.size(); ++k)
-      for (const int64_t r = (end - 1 + k) % ranges.size(); ranges.take(r, /*front=*/false, task); ++taken)
-        runner.run(task);
-    if (taken) tasks_taken_from_others.fetch_add(taken, std::memory_order_relaxed);
+    for (int64_t task = begin; task < end; ++task) runner.run(task);
   });
 }
 
@@ -1690,12 +1629,6 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
                              double scale_h, double scale_w) {
   return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
 }
-
-void set_first_range_delay_for_tests(int64_t microseconds) {
-  first_range_delay_us.store(microseconds, std::memory_order_relaxed);
-}
-
-int64_t tasks_taken_from_other_ranges() { return tasks_taken_from_others.load(std::memory_order_relaxed); }
 
 int64_t overflow_guard_rows() { return rows_recomputed_in_double.load(std::memory_order_relaxed); }
 

@@ -33,12 +33,6 @@ std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, b
 // a forward that writes its output that way cannot beat, timed by benchmarks/bench_ceiling.py. Not an op; no autograd.
 void stream_fill(at::Tensor& out, double value);
 
-// The fast engine splits a call's tasks into one contiguous range per thread; a thread that finishes its own range
-// takes tasks from the back of the others'. For tests of that: the owner of the first range starts this many
-// microseconds late (0: on time, the default), and the count of tasks so taken since the process started.
-void set_first_range_delay_for_tests(int64_t microseconds);
-int64_t tasks_taken_from_other_ranges();
-
 // Output rows the float overflow guard has recomputed in double since the process started (for tests).
 int64_t overflow_guard_rows();
 
