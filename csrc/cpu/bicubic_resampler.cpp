@@ -1386,7 +1386,7 @@ class TaskRunner {
       stream_rows_in_double(su, io_.sh, io_.sw, io_.sc, p_.cl, io_.th.map, io_.tw.map, dy, end, rows);
       if (p_.split_input) write_planes(u, dy, end, rows);
       rows_recomputed_in_double.fetch_add(end - dy, std::memory_order_relaxed);
-      dy = end;
+      dy = end + 1;  // row `end`, if inside the task, was just found finite
     }
   }
 
