@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torch_resize_bicubic import _C
+from helpers import make_layout
 
 CL = torch.channels_last
 
@@ -63,7 +64,7 @@ def test_the_2x_phase_pairs_are_taken_only_for_exact_2x_upsampling_of_planes():
     assert "2x phase pairs" not in _C._cpu_plan(x.contiguous(memory_format=CL), 60, 128, True)  # interleaved
 
 
-@pytest.mark.parametrize("size, out, order", [((270, 480), (135, 240), "H first"), ((96, 160), (192, 320), "W first")])
+@pytest.mark.parametrize("size, out, order", [((270, 480), (135, 240), "H first"), ((96, 160), (190, 320), "W first")])
 def test_a_gathering_forward_fetches_the_next_rows_where_they_lie_back_to_back(size, out, order):
     # Float planes: the pass that follows a task's reads (H first: the permute W pass; W first: the H pass) prefetches
     # the next task's input rows, so that its memory reads overlap that pass. A crop of a wider image has its rows
@@ -159,3 +160,44 @@ def test_the_stream_floor_fill_takes_dense_float_tensors_only():
         _C._stream_fill(torch.zeros(8, 8)[:, ::2], 1.0)
     with pytest.raises(RuntimeError, match="dense float32"):
         _C._stream_fill(torch.zeros(8, dtype=torch.float64), 1.0)
+
+
+FUSED = "both passes fused in strips"
+
+
+@pytest.mark.parametrize("shape, size, layout, dtype, align, fused", [
+    ((1, 3, 40, 150), (80, 300), "contiguous", torch.float32, False, True),   # edge strips, a partial last strip
+    ((2, 2, 9, 61), (18, 122), "contiguous", torch.float32, False, True),     # odd width
+    ((1, 1, 2, 3), (4, 6), "contiguous", torch.float32, False, True),         # every tap clamped
+    ((1, 1, 40, 48), (80, 96), "channels_last", torch.float32, False, True),  # one channel: the same memory
+    ((1, 3, 40, 48), (80, 96), "channels_last", torch.float32, False, False),  # interleaved channels
+    ((1, 3, 40, 48), (80, 96), "hwc_view", torch.float32, False, False),      # rows split into planes first
+    ((1, 3, 40, 48), (80, 96), "sliced", torch.float32, False, False),        # strided rows
+    ((1, 3, 40, 48), (80, 96), "contiguous", torch.bfloat16, False, False),   # widened rows
+    ((1, 3, 40, 48), (80, 96), "contiguous", torch.float32, True, False),     # align_corners: other taps
+    ((1, 3, 40, 48), (81, 96), "contiguous", torch.float32, False, False),    # 2x along W only
+    ((1, 3, 40, 48), (80, 97), "contiguous", torch.float32, False, False),    # 2x along H only
+])
+def test_planes_doubled_along_both_axes_fuse_the_passes(shape, size, layout, dtype, align, fused):
+    # Float planes doubled along H and W with half-pixel centres (AVX-512): one walk per strip of 32 output columns
+    # with the W-pass values of five source rows in registers, the same sums as the two passes (their bits against the
+    # AVX2 and portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    x = make_layout(torch.randn(shape).to(dtype), layout)
+    plan = _C._cpu_plan(x, *size, True, align)
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")
+    assert (FUSED in plan) == (fused and avx512 and "W pass permute" in plan), plan
+    ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
+    ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
+    torch.testing.assert_close(ours.float(), ref, atol=1e-5 if dtype == torch.float32 else 2e-2, rtol=1e-5)
+
+
+def test_fused_doubling_reads_cropped_rows_in_place():
+    # A crop of a wider plane (rows further apart than their width) is read where it lies: the same bits as the dense
+    # plane, through the fused passes when the dense plane takes them.
+    x = torch.randn(2, 2, 40, 72)
+    crop = torch.zeros(2, 2, 40, 72 + 24)[..., :72]
+    crop.copy_(x)
+    dense, cropped = _C._cpu_plan(x, 80, 144, True), _C._cpu_plan(crop, 80, 144, True)
+    assert (FUSED in dense) == (FUSED in cropped), (dense, cropped)
+    ours = [torch.ops.cann.resize_bicubic_v2(t, [80, 144], False, [0.0, 0.0]) for t in (x, crop)]
+    assert torch.equal(ours[0], ours[1])

@@ -14,6 +14,7 @@
 
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -786,6 +787,145 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
   }
   const __m256i carry = permute_blocks<true>(out, out_stride, in, in_stride, rows, p, pad, stream, fetch, fetch_end);
   return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
+}
+
+
+// ---- both passes of a plane doubled along H and W, in one (AVX-512) ----------------------------------------------
+
+// A plane resized to exactly twice its height and width with half-pixel centres has two weight sets per axis, one for
+// the even and one for the odd outputs, and taps that move one source element per output pair; only the clamps at
+// the edges differ. Up2x2Plan holds that call's weights (checked against the axis tables by the engine's planner)
+// and, per strip of 32 output columns, where its 20 source elements start: 16 s - 2 for the strips inside the row,
+// else (clamped taps at either end) the origin of two masked loads and each of the five shifts' 16 lane indices into
+// them.
+struct Up2x2Plan {
+  int64_t in_w = 0, in_h = 0, out_w = 0;  // out_w = 2 in_w
+  float we[4] = {}, wo[4] = {};            // W pass: weights of the even and of the odd output columns
+  float wa[4] = {}, wb[4] = {};            // H pass: of the even and of the odd output rows
+  std::vector<int64_t> origin;             // [strip]: first source element loaded
+  std::vector<uint8_t> edge;               // [strip]: its taps are clamped (masked loads and index shuffles)
+  std::vector<int32_t> index;              // [strip][shift 0..4][16]: edge strips, the element of each lane
+};
+
+// The W-pass values of one source row at strip s: outputs 32 s .. 32 s + 15 (lo) and 32 s + 16 .. 32 s + 31 (hi),
+// as up2_wide makes them (the even outputs from shifts 0..3, the odd ones from shifts 1..4, interleaved): the same
+// sums, so the same bits.
+template <bool kEdge>
+__attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const float* row, const Up2x2Plan& p,
+                                                                         int64_t s, const __m512 we[4],
+                                                                         const __m512 wo[4], __m512i first,
+                                                                         __m512i second, __m512& lo, __m512& hi) {
+  __m512 t[5];
+  const float* q = row + p.origin[s];
+  if constexpr (kEdge) {
+    const int64_t left = p.in_w - p.origin[s];  // elements of the row from the origin on
+    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+    const __m512 l0 = _mm512_maskz_loadu_ps(m0, q), l1 = _mm512_maskz_loadu_ps(m1, q + 16);
+    const int32_t* ix = p.index.data() + s * 80;
+    for (int j = 0; j < 5; ++j)
+      t[j] = _mm512_permutex2var_ps(l0, _mm512_loadu_si512(ix + 16 * j), l1);
+  } else {
+    const __m512i l = _mm512_castps_si512(_mm512_loadu_ps(q));
+    const __m512i h = _mm512_castsi128_si512(_mm_castps_si128(_mm_loadu_ps(q + 16)));
+    t[0] = _mm512_castsi512_ps(l);
+    t[1] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 1));
+    t[2] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 2));
+    t[3] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 3));
+    t[4] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 4));
+  }
+  const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
+  lo = _mm512_permutex2var_ps(even, first, odd);
+  hi = _mm512_permutex2var_ps(even, second, odd);
+}
+
+// Output rows 2k and 2k + 1 for k in [k0, k1) of strip s, walking down the plane with the W-pass values of the five
+// source rows k - 2 .. k + 2 (clamped) in registers: each source row is resampled once per strip and the W-pass rows
+// never reach memory, so that the arithmetic runs while the output's stores drain. The rows' sums are
+// combine4x2_checked16's with D = 1 (the same bits). kFull: all 32 columns are inside the row (else `valid` of them,
+// stored under masks); kStream: non-temporal stores (the rows on 64-byte lines; the caller fences).
+template <bool kEdge, bool kFull, bool kStream>
+__attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_t out_stride, const float* plane,
+                                                             int64_t in_stride, int64_t k0, int64_t k1,
+                                                             const Up2x2Plan& p, int64_t s) {
+  __m512 we[4], wo[4], wa[4], wb[4];
+  for (int k = 0; k < 4; ++k) {
+    we[k] = _mm512_set1_ps(p.we[k]);
+    wo[k] = _mm512_set1_ps(p.wo[k]);
+    wa[k] = _mm512_set1_ps(p.wa[k]);
+    wb[k] = _mm512_set1_ps(p.wb[k]);
+  }
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const int64_t valid = std::min<int64_t>(32, p.out_w - 32 * s);
+  const __mmask16 mlo = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
+  const __mmask16 mhi = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
+  auto row = [&](int64_t r) { return plane + std::min(std::max<int64_t>(r, 0), p.in_h - 1) * in_stride; };
+  __m512 lo[5], hi[5];
+  for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j), p, s, we, wo, first, second, lo[j], hi[j]);
+  __m512i carry = _mm512_setzero_si512();
+  float* o = out + 32 * s;
+  for (int64_t k = k0; k < k1; ++k, o += 2 * out_stride) {
+    up2x2_w_row<kEdge>(row(k + 2), p, s, we, wo, first, second, lo[4], hi[4]);
+    __m512 a[2], b[2];
+    const __m512 xl[5] = {lo[0], lo[1], lo[2], lo[3], lo[4]}, xh[5] = {hi[0], hi[1], hi[2], hi[3], hi[4]};
+    __m512i c = _mm512_setzero_si512();
+    pair_sums16<1>(xl, wa, wb, a[0], b[0], c);
+    if constexpr (kFull) {
+      pair_sums16<1>(xh, wa, wb, a[1], b[1], c);
+      carry = _mm512_or_si512(carry, c);
+      if constexpr (kStream) {
+        _mm512_stream_ps(o, a[0]);
+        _mm512_stream_ps(o + 16, a[1]);
+        _mm512_stream_ps(o + out_stride, b[0]);
+        _mm512_stream_ps(o + out_stride + 16, b[1]);
+      } else {
+        _mm512_storeu_ps(o, a[0]);
+        _mm512_storeu_ps(o + 16, a[1]);
+        _mm512_storeu_ps(o + out_stride, b[0]);
+        _mm512_storeu_ps(o + out_stride + 16, b[1]);
+      }
+    } else {  // only the lanes inside the row are stored and tested
+      __m512i ch = _mm512_setzero_si512();
+      pair_sums16<1>(xh, wa, wb, a[1], b[1], ch);
+      carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mlo, c));
+      carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mhi, ch));
+      _mm512_mask_storeu_ps(o, mlo, a[0]);
+      _mm512_mask_storeu_ps(o + 16, mhi, a[1]);
+      _mm512_mask_storeu_ps(o + out_stride, mlo, b[0]);
+      _mm512_mask_storeu_ps(o + out_stride + 16, mhi, b[1]);
+    }
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = lo[j + 1];
+      hi[j] = hi[j + 1];
+    }
+  }
+  return carry;
+}
+
+// Output rows 2 k0 .. 2 k1 - 1 of a plane doubled along both axes (out: row 2 k0; plane: source row 0, rows in_stride
+// apart), strip by strip. True if any output is inf or NaN (the overflow guard's test). stream: non-temporal stores
+// for the whole strips (out and out_stride on 64-byte lines; the caller fences).
+__attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t out_stride, const float* plane,
+                                                          int64_t in_stride, int64_t k0, int64_t k1,
+                                                          const Up2x2Plan& p, bool stream) {
+  __m512i carry = _mm512_setzero_si512();
+  const int64_t strips = static_cast<int64_t>(p.origin.size());
+  for (int64_t s = 0; s < strips; ++s) {
+    __m512i c;
+    const bool full = 32 * s + 32 <= p.out_w;
+    if (!full)
+      c = p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, k0, k1, p, s)
+                    : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+    else if (p.edge[s])
+      c = stream ? up2x2_strip<true, true, true>(out, out_stride, plane, in_stride, k0, k1, p, s)
+                 : up2x2_strip<true, true, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+    else
+      c = stream ? up2x2_strip<false, true, true>(out, out_stride, plane, in_stride, k0, k1, p, s)
+                 : up2x2_strip<false, true, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+    carry = _mm512_or_si512(carry, c);
+  }
+  return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
 }
 
 }  // namespace rbg::cpu::x86
