@@ -171,7 +171,8 @@ FUSED = "both passes fused in strips"
     ((1, 1, 2, 3), (4, 6), "contiguous", torch.float32, False, True),         # every tap clamped
     ((1, 1, 40, 48), (80, 96), "channels_last", torch.float32, False, True),  # one channel: the same memory
     ((1, 3, 40, 48), (80, 96), "channels_last", torch.float32, False, False),  # interleaved channels
-    ((1, 3, 40, 48), (80, 96), "hwc_view", torch.float32, False, False),      # rows split into planes first
+    ((1, 3, 40, 48), (80, 96), "hwc_view", torch.float32, False, True),       # rows split into planes first
+    ((1, 4, 30, 37), (60, 74), "hwc_view", torch.float32, False, True),
     ((1, 3, 40, 48), (80, 96), "sliced", torch.float32, False, False),        # strided rows
     ((1, 3, 40, 48), (80, 96), "contiguous", torch.bfloat16, False, False),   # widened rows
     ((1, 3, 40, 48), (80, 96), "contiguous", torch.float32, True, False),     # align_corners: other taps

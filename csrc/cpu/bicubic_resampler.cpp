@@ -807,6 +807,8 @@ struct FastPlan {
   // fetch: the hardware prefetcher covers them, and finding the next rows cost more (-3% on 14 x 14 planes).
   static constexpr int64_t kFetchBytes = int64_t{512} << 10;
   static constexpr int64_t kMinFetchBytes = int64_t{4} << 10;
+  // The fused doubling's split input rows per task (up2x2 with split_input), within L2.
+  static constexpr int64_t kSplitRowsBytes = int64_t{512} << 10;
 
   bool forward = false;
   bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
@@ -1009,11 +1011,15 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   // Tasks then keep no rows between them: blocks of rows_per_task's height, even (row pairs), recomputing the four
   // source rows above each block once per strip.
   if constexpr (direct && std::is_same_v<acc_t, float>) {
-    if (p.forward && !p.h_first && p.w_pass == WPass::Permute && p.w_cl == 1 && !p.split_input && p.read_in_place &&
-        !p.staged && p.h_pass == HPass::Gather && p.scatter_blocks == 0 && x86::has_avx512() &&
-        build_up2x2_plan(table, th.map, SH, SW, DH, DW, p.up2x2_plan)) {
+    // Interleaved input rows with an NCHW output (split_input) are split into planes' rows first, the task's
+    // source rows at once: at most kSplitRowsBytes of them, so that they stay in L2 for the walks.
+    const int64_t split_pairs = p.split_input ? FastPlan::kSplitRowsBytes / (p.in_row * int64_t{sizeof(float)}) - 4 : 0;
+    if (p.forward && !p.h_first && p.w_pass == WPass::Permute && p.w_cl == 1 &&
+        (p.read_in_place || (p.split_input && split_pairs >= 1)) && !p.staged && p.h_pass == HPass::Gather &&
+        p.scatter_blocks == 0 && x86::has_avx512() && build_up2x2_plan(table, th.map, SH, SW, DH, DW, p.up2x2_plan)) {
       p.up2x2 = true;
-      const int64_t block = rows_per_task(p.units, DH);
+      int64_t block = rows_per_task(p.units, DH);
+      if (p.split_input) block = std::min(block, 2 * split_pairs);
       p.rows = std::min(DH, block + block % 2);
       p.blocks = (DH + p.rows - 1) / p.rows;
       p.fetch_next = false;
@@ -1026,7 +1032,9 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
           : p.h_first ? p.rows * p.in_row
           : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
                                       : p.group * p.out_row;
-  p.gbuf = p.read_in_place ? 0 : (p.h_first ? 1 : p.group) * p.in_row;
+  p.gbuf = p.read_in_place ? 0
+           : p.up2x2      ? (p.rows / 2 + 4) * p.in_row  // split_input: the task's source rows in planes
+                          : (p.h_first ? 1 : p.group) * p.in_row;
   p.lanes_in = transposed ? p.max_span * L : 0;
   p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
   p.obuf = p.staged ? p.rows * p.out_row : 0;
@@ -1103,7 +1111,7 @@ class TaskRunner {
     int64_t sy0, sy1;
     io_.th.sources(y0, y1, sy0, sy1);
     if (p_.up2x2) {
-      up2x2(su, ob, y0, y1);
+      up2x2(su, u, ob, y0, y1);
     } else if (!p_.gathers(sy0, sy1)) {
       if (p_.h_first) scatter_h_first(su, ob, y0, y1, sy0, sy1);
       else scatter_w_first(su, ob, y0, y1, sy0, sy1);
@@ -1353,15 +1361,30 @@ class TaskRunner {
   }
 
   // A plane doubled along both axes (FastPlan::up2x2): output row pairs y0 / 2 .. y1 / 2 (y0 even), both passes in one.
-  void up2x2(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
+  void up2x2(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
 #ifdef RBG_X86_FAST
     if constexpr (std::is_same_v<acc_t, float> && kDirect) {
-      nonfinite_ = x86::up2x2_rows(ob, p_.out_row, su, io_.sh, y0 / 2, (y1 + 1) / 2, p_.up2x2_plan, p_.stream_out);
+      const int64_t k0 = y0 / 2, k1 = (y1 + 1) / 2;
       tested_ = true;
+      if (!p_.split_input) {
+        nonfinite_ = x86::up2x2_rows(ob, p_.out_row, su, io_.sh, 0, k0, k1, p_.up2x2_plan, p_.stream_out);
+        return;
+      }
+      // The task's clamped source rows k0 - 2 .. k1 + 1 split into C planes' rows (gbuf_ row r: C rows of SW), then
+      // each plane walked into its own output plane.
+      const int64_t SH = p_.up2x2_plan.in_h, SW = p_.up2x2_plan.in_w;
+      const int64_t r0 = std::max<int64_t>(k0 - 2, 0), r1 = std::min<int64_t>(k1 + 2, SH);
+      split_into_planes(gbuf_, p_.in_row, SW, reinterpret_cast<const acc_t*>(su + r0 * io_.sh), io_.sh, r1 - r0, SW,
+                        p_.C);
+      bool bad = false;
+      for (int64_t c = 0; c < p_.C; ++c)
+        bad = x86::up2x2_rows(reinterpret_cast<acc_t*>(planes_of(u, y0)) + c * p_.DH * p_.DW, p_.DW, gbuf_ + c * SW,
+                              p_.in_row, r0, k0, k1, p_.up2x2_plan, p_.stream_out) || bad;
+      nonfinite_ = bad;
       return;
     }
 #endif
-    (void)su, (void)ob, (void)y0, (void)y1;
+    (void)su, (void)u, (void)ob, (void)y0, (void)y1;
     TORCH_INTERNAL_ASSERT(false, "up2x2 planned without its kernel");
   }
 

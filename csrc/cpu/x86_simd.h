@@ -846,8 +846,8 @@ __attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const 
 // stored under masks); kStream: non-temporal stores (the rows on 64-byte lines; the caller fences).
 template <bool kEdge, bool kFull, bool kStream>
 __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_t out_stride, const float* plane,
-                                                             int64_t in_stride, int64_t k0, int64_t k1,
-                                                             const Up2x2Plan& p, int64_t s) {
+                                                             int64_t in_stride, int64_t row0, int64_t k0,
+                                                             int64_t k1, const Up2x2Plan& p, int64_t s) {
   __m512 we[4], wo[4], wa[4], wb[4];
   for (int k = 0; k < 4; ++k) {
     we[k] = _mm512_set1_ps(p.we[k]);
@@ -860,7 +860,7 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   const int64_t valid = std::min<int64_t>(32, p.out_w - 32 * s);
   const __mmask16 mlo = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
   const __mmask16 mhi = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
-  auto row = [&](int64_t r) { return plane + std::min(std::max<int64_t>(r, 0), p.in_h - 1) * in_stride; };
+  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), p.in_h - 1) - row0) * in_stride; };
   __m512 lo[5], hi[5];
   for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j), p, s, we, wo, first, second, lo[j], hi[j]);
   __m512i carry = _mm512_setzero_si512();
@@ -903,11 +903,11 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   return carry;
 }
 
-// Output rows 2 k0 .. 2 k1 - 1 of a plane doubled along both axes (out: row 2 k0; plane: source row 0, rows in_stride
-// apart), strip by strip. True if any output is inf or NaN (the overflow guard's test). stream: non-temporal stores
+// Output rows 2 k0 .. 2 k1 - 1 of a plane doubled along both axes (out: row 2 k0; plane: source row row0, rows
+// in_stride apart, holding the clamped rows k0 - 2 .. k1 + 1), strip by strip. True if any output is inf or NaN (the overflow guard's test). stream: non-temporal stores
 // for the whole strips (out and out_stride on 64-byte lines; the caller fences).
 __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t out_stride, const float* plane,
-                                                          int64_t in_stride, int64_t k0, int64_t k1,
+                                                          int64_t in_stride, int64_t row0, int64_t k0, int64_t k1,
                                                           const Up2x2Plan& p, bool stream) {
   __m512i carry = _mm512_setzero_si512();
   const int64_t strips = static_cast<int64_t>(p.origin.size());
@@ -915,14 +915,14 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
     __m512i c;
     const bool full = 32 * s + 32 <= p.out_w;
     if (!full)
-      c = p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, k0, k1, p, s)
-                    : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+      c = p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                    : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
     else if (p.edge[s])
-      c = stream ? up2x2_strip<true, true, true>(out, out_stride, plane, in_stride, k0, k1, p, s)
-                 : up2x2_strip<true, true, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+      c = stream ? up2x2_strip<true, true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                 : up2x2_strip<true, true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
     else
-      c = stream ? up2x2_strip<false, true, true>(out, out_stride, plane, in_stride, k0, k1, p, s)
-                 : up2x2_strip<false, true, false>(out, out_stride, plane, in_stride, k0, k1, p, s);
+      c = stream ? up2x2_strip<false, true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                 : up2x2_strip<false, true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
     carry = _mm512_or_si512(carry, c);
   }
   return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
