@@ -682,34 +682,26 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 }
 
 // Whether a forward of float planes doubles both axes with half-pixel centres: output o of either axis takes the
-// clamped source elements o / 2 - 2 + o % 2 .. o / 2 + 1 + o % 2, with the weights of output 0 (even o) or 1 (odd o),
-// bit for bit, as the tables say. If so, fills x86::up2x2_rows's plan from the tables' own weights.
+// clamped source elements o / 2 - 2 + o % 2 .. o / 2 + 1 + o % 2, with the W table's weights of output 0 (even o) or
+// those reversed (odd o), bit for bit, as both axes' tables say. If so, fills x86::up2x2_rows's plan with them.
 bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, int64_t SH, int64_t SW, int64_t DH,
                       int64_t DW, x86::Up2x2Plan& plan) {
   if (DH != 2 * SH || DW != 2 * SW) return false;
   auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; };
   auto expected = [](int64_t o, int k, int64_t in) { return std::clamp<int64_t>(o / 2 - 2 + o % 2 + k, 0, in - 1); };
-  float wh[2][4];
+  auto weight = [&](int64_t o, int k) { return w_table.w[o % 2 ? 3 - k : k]; };  // output 0's, reversed for odd o
   for (int64_t dy = 0; dy < DH; ++dy) {
     const AxisTaps<float> a = mh.taps(dy);
-    for (int k = 0; k < 4; ++k) {
-      if (dy < 2) wh[dy][k] = a.w[k];
-      if (mh.tap(a, k) != expected(dy, k, SH) || !same(a.w[k], wh[dy % 2][k])) return false;
-    }
+    for (int k = 0; k < 4; ++k)
+      if (mh.tap(a, k) != expected(dy, k, SH) || !same(a.w[k], weight(dy, k))) return false;
   }
   for (int64_t o = 0; o < DW; ++o)
     for (int k = 0; k < 4; ++k)
-      if (w_table.col[4 * o + k] != expected(o, k, SW) || !same(w_table.w[4 * o + k], w_table.w[4 * (o % 2) + k]))
-        return false;
+      if (w_table.col[4 * o + k] != expected(o, k, SW) || !same(w_table.w[4 * o + k], weight(o, k))) return false;
   plan.in_w = SW;
   plan.in_h = SH;
   plan.out_w = DW;
-  for (int k = 0; k < 4; ++k) {
-    plan.we[k] = w_table.w[k];
-    plan.wo[k] = w_table.w[4 + k];
-    plan.wa[k] = wh[0][k];
-    plan.wb[k] = wh[1][k];
-  }
+  for (int k = 0; k < 4; ++k) plan.w[k] = w_table.w[k];
   const int64_t strips = (DW + 31) / 32;
   plan.origin.assign(strips, 0);
   plan.edge.assign(strips, 0);
