@@ -608,7 +608,7 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
 }
 
 // pair_sums with 16 lanes.
-template <int D>
+template <int D, bool kTest = true>
 __attribute__((target("avx512f"))) inline void pair_sums16(const __m512 x[], const __m512 va[4], const __m512 vb[4],
                                                           __m512& a, __m512& b, __m512i& carry) {
   a = _mm512_add_ps(_mm512_mul_ps(x[0], va[0]), _mm512_mul_ps(x[1], va[1]));
@@ -617,7 +617,7 @@ __attribute__((target("avx512f"))) inline void pair_sums16(const __m512 x[], con
   b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 2], vb[2]));
   a = _mm512_add_ps(a, _mm512_mul_ps(x[3], va[3]));
   b = _mm512_add_ps(b, _mm512_mul_ps(x[D + 3], vb[3]));
-  carry = _mm512_or_si512(carry, _mm512_or_si512(nonfinite_carry16(a), nonfinite_carry16(b)));
+  if constexpr (kTest) carry = _mm512_or_si512(carry, _mm512_or_si512(nonfinite_carry16(a), nonfinite_carry16(b)));
 }
 
 // combine4x2_checked with 16 lanes (AVX-512): one vector store is a whole 64-byte line of each row, and the weights
@@ -868,10 +868,13 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
     __m512 a[2], b[2];
     const __m512 xl[5] = {lo[0], lo[1], lo[2], lo[3], lo[4]}, xh[5] = {hi[0], hi[1], hi[2], hi[3], hi[4]};
     __m512i c = _mm512_setzero_si512();
-    pair_sums16<1>(xl, we, wo, a[0], b[0], c);
     if constexpr (kFull) {
-      pair_sums16<1>(xh, we, wo, a[1], b[1], c);
-      carry = _mm512_or_si512(carry, c);
+      // One test of the four vectors' sum: inf or NaN in any of them makes it inf or NaN. It can also overflow from
+      // finite values near FLT_MAX; the guard then scans the rows and finds them finite (nothing is recomputed).
+      pair_sums16<1, false>(xl, we, wo, a[0], b[0], c);
+      pair_sums16<1, false>(xh, we, wo, a[1], b[1], c);
+      const __m512 sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(b[0], b[1]));
+      carry = _mm512_or_si512(carry, nonfinite_carry16(sum));
       if constexpr (kStream) {
         _mm512_stream_ps(o, a[0]);
         _mm512_stream_ps(o + 16, a[1]);
@@ -884,6 +887,7 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
         _mm512_storeu_ps(o + out_stride + 16, b[1]);
       }
     } else {  // only the lanes inside the row are stored and tested
+      pair_sums16<1>(xl, we, wo, a[0], b[0], c);
       __m512i ch = _mm512_setzero_si512();
       pair_sums16<1>(xh, we, wo, a[1], b[1], ch);
       carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mlo, c));
