@@ -859,12 +859,18 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   const __mmask16 mlo = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
   const __mmask16 mhi = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
   auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), p.in_h - 1) - row0) * in_stride; };
+  const bool fetch = in_stride >= 256;
   __m512 lo[5], hi[5];
   for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j), p, s, we, wo, first, second, lo[j], hi[j]);
   __m512i carry = _mm512_setzero_si512();
   float* o = out + 32 * s;
   for (int64_t k = k0; k < k1; ++k, o += 2 * out_stride) {
     up2x2_w_row<kEdge>(row(k + 2), p, s, we, wo, first, second, lo[4], hi[4]);
+    // The next strip's new source line of this row, for rows of 1 KiB and more (a walk down rows that far apart
+    // outruns the hardware prefetchers): in cache a whole walk ahead. Microbenchmark, one thread, 4 KiB rows: 42 -> 10.6
+    // ns per step with the source in memory, 11.2 -> 10.0 in L3, 10.4 -> 9.8 in L2; engine, 2x3x256x256 doubled
+    // 1.1x; rows of 56 floats 0.96-0.98x, hence the threshold. A prefetch never faults, past the row's end too.
+    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + p.origin[s] + 34), _MM_HINT_T0);
     __m512 a[2], b[2];
     const __m512 xl[5] = {lo[0], lo[1], lo[2], lo[3], lo[4]}, xh[5] = {hi[0], hi[1], hi[2], hi[3], hi[4]};
     __m512i c = _mm512_setzero_si512();
