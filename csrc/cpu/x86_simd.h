@@ -843,7 +843,8 @@ __attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const 
 // source rows k - 2 .. k + 2 (clamped) in registers: each source row is resampled once per strip and the W-pass rows
 // never reach memory, so that the arithmetic runs while the output's stores drain. The rows' sums are
 // combine4x2_checked16's with D = 1 (the same bits). kFull: all 32 columns are inside the row (else `valid` of them,
-// stored under masks); kStream: non-temporal stores (the rows on 64-byte lines; the caller fences).
+// stored under masks, a whole first line streamed); kStream: non-temporal stores (the rows on 64-byte lines; the
+// caller fences).
 template <bool kEdge, bool kFull, bool kStream>
 __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_t out_stride, const float* plane,
                                                              int64_t in_stride, int64_t row0, int64_t k0,
@@ -898,9 +899,14 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
       pair_sums16<1>(xh, we, wo, a[1], b[1], ch);
       carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mlo, c));
       carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mhi, ch));
-      _mm512_mask_storeu_ps(o, mlo, a[0]);
+      if (kStream && valid >= 16) {  // a whole first line (streamed rows are whole lines: valid is 16 here)
+        _mm512_stream_ps(o, a[0]);
+        _mm512_stream_ps(o + out_stride, b[0]);
+      } else {
+        _mm512_mask_storeu_ps(o, mlo, a[0]);
+        _mm512_mask_storeu_ps(o + out_stride, mlo, b[0]);
+      }
       _mm512_mask_storeu_ps(o + 16, mhi, a[1]);
-      _mm512_mask_storeu_ps(o + out_stride, mlo, b[0]);
       _mm512_mask_storeu_ps(o + out_stride + 16, mhi, b[1]);
     }
     for (int j = 0; j < 4; ++j) {
@@ -912,8 +918,9 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
 }
 
 // Output rows 2 k0 .. 2 k1 - 1 of a plane doubled along both axes (out: row 2 k0; plane: source row row0, rows
-// in_stride apart, holding the clamped rows k0 - 2 .. k1 + 1), strip by strip. True if any output is inf or NaN (the overflow guard's test). stream: non-temporal stores
-// for the whole strips (out and out_stride on 64-byte lines; the caller fences).
+// in_stride apart, holding the clamped rows k0 - 2 .. k1 + 1), strip by strip. True if any output is inf or NaN (the
+// overflow guard's test). stream: non-temporal stores of whole lines (out and out_stride on 64-byte lines; the caller
+// fences).
 __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t out_stride, const float* plane,
                                                           int64_t in_stride, int64_t row0, int64_t k0, int64_t k1,
                                                           const Up2x2Plan& p, bool stream) {
@@ -923,8 +930,10 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
     __m512i c;
     const bool full = 32 * s + 32 <= p.out_w;
     if (!full)
-      c = p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                    : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
+      c = stream ? (p.edge[s] ? up2x2_strip<true, false, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                              : up2x2_strip<false, false, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s))
+          : p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                      : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
     else if (p.edge[s])
       c = stream ? up2x2_strip<true, true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
                  : up2x2_strip<true, true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
