@@ -170,7 +170,10 @@ FUSED = "both passes fused in strips"
     ((2, 2, 9, 61), (18, 122), "contiguous", torch.float32, False, True),     # odd width
     ((1, 1, 2, 3), (4, 6), "contiguous", torch.float32, False, True),         # every tap clamped
     ((1, 1, 40, 48), (80, 96), "channels_last", torch.float32, False, True),  # one channel: the same memory
-    ((1, 3, 40, 48), (80, 96), "channels_last", torch.float32, False, False),  # interleaved channels
+    ((1, 3, 40, 48), (80, 96), "channels_last", torch.float32, False, True),   # 2-4 interleaved channels: strips
+    ((2, 2, 9, 61), (18, 122), "channels_last", torch.float32, False, True),   # of 16 elements, own taps per lane
+    ((1, 4, 3, 5), (6, 10), "channels_last", torch.float32, False, True),
+    ((1, 5, 40, 48), (80, 96), "channels_last", torch.float32, False, False),  # 5 channels: taps beyond a window
     ((1, 3, 40, 48), (80, 96), "hwc_view", torch.float32, False, True),       # rows split into planes first
     ((1, 4, 30, 37), (60, 74), "hwc_view", torch.float32, False, True),
     ((1, 3, 40, 48), (80, 96), "sliced", torch.float32, False, False),        # strided rows
@@ -181,8 +184,9 @@ FUSED = "both passes fused in strips"
 ])
 def test_planes_doubled_along_both_axes_fuse_the_passes(shape, size, layout, dtype, align, fused):
     # Float planes doubled along H and W with half-pixel centres (AVX-512): one walk per strip of 32 output columns
-    # with the W-pass values of five source rows in registers, the same sums as the two passes (their bits against the
-    # AVX2 and portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    # (16 elements for rows of 2 to 4 interleaved channels) with the W-pass values of five source rows in registers,
+    # the same sums as the two passes (their bits against the AVX2 and portable runs: test_determinism's ISA cases).
+    # Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
     plan = _C._cpu_plan(x, *size, True, align)
     avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")

@@ -69,6 +69,10 @@ ISA_CASES = [
     ((1, 3, 40, 37), (80, 74), False, torch.float32, "hwc_view"),        # ... from rows split into planes
     ((1, 4, 5, 3), (10, 6), False, torch.float32, "hwc_view"),
     ((1, 3, 400, 512), (800, 1024), False, torch.float32, "hwc_view"),
+    ((1, 3, 20, 37), (40, 74), False, torch.float32, "channels_last"),   # ... 2-4 interleaved channels, 16-lane strips
+    ((2, 2, 9, 61), (18, 122), False, torch.float32, "channels_last"),
+    ((1, 4, 3, 5), (6, 10), False, torch.float32, "channels_last"),
+    ((1, 3, 400, 700), (800, 1400), False, torch.float32, "channels_last"),
     ((1, 3, 6, 80), (7, 40), True, torch.bfloat16, "contiguous"),        # ~2x with align_corners: some blocks
     # ... over interleaved channels (channels_last, 2-15 channels): windows of 8 and 16 elements shared or
     # per tap, 24 per tap (3 channels reduced 2x), and beyond that the transposed pass again
@@ -150,6 +154,7 @@ OVERFLOW_CASES = [
     ((1, 3, 60, 50), (121, 101), "channels_last", torch.float32, "forward"),  # interleaved rows
     ((1, 3, 60, 50), (121, 101), "hwc_view", torch.float32, "forward"),       # rows split into planes
     ((1, 3, 60, 50), (120, 100), "hwc_view", torch.float32, "forward"),       # ... and doubled: the passes fused
+    ((1, 3, 60, 50), (120, 100), "channels_last", torch.float32, "forward"),  # doubled interleaved rows, fused
     ((1, 2, 60, 50), (121, 101), "contiguous", torch.bfloat16, "forward"),    # staged, then narrowed
     ((2, 3, 64, 80), (31, 45), "contiguous", torch.float32, "gradient"),
     ((1, 3, 81, 121), (40, 60), "channels_last", torch.float32, "gradient"),

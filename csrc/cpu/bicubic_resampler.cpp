@@ -683,9 +683,10 @@ bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_l
 
 // Whether a forward of float planes doubles both axes with half-pixel centres: output o of either axis takes the
 // clamped source elements o / 2 - 2 + o % 2 .. o / 2 + 1 + o % 2, with the W table's weights of output 0 (even o) or
-// those reversed (odd o), bit for bit, as both axes' tables say. If so, fills x86::up2x2_rows's plan with them.
+// those reversed (odd o), bit for bit, as both axes' tables say. If so, fills x86::up2x2_rows's plan with them, for
+// rows of cl interleaved channels (1: planes' rows; 2 to 4: each 16-lane strip's taps within a 32-element window).
 bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, int64_t SH, int64_t SW, int64_t DH,
-                      int64_t DW, x86::Up2x2Plan& plan) {
+                      int64_t DW, int64_t cl, x86::Up2x2Plan& plan) {
   if (DH != 2 * SH || DW != 2 * SW) return false;
   auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; };
   auto expected = [](int64_t o, int k, int64_t in) { return std::clamp<int64_t>(o / 2 - 2 + o % 2 + k, 0, in - 1); };
@@ -698,10 +699,37 @@ bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, i
   for (int64_t o = 0; o < DW; ++o)
     for (int k = 0; k < 4; ++k)
       if (w_table.col[4 * o + k] != expected(o, k, SW) || !same(w_table.w[4 * o + k], weight(o, k))) return false;
-  plan.in_w = SW;
+  plan.in_w = SW * cl;
   plan.in_h = SH;
-  plan.out_w = DW;
+  plan.out_w = DW * cl;
+  plan.cl = cl;
   for (int k = 0; k < 4; ++k) plan.w[k] = w_table.w[k];
+  if (cl > 1) {
+    const int64_t strips = (DW * cl + 15) / 16;
+    plan.origin.assign(strips, 0);
+    plan.edge.assign(strips, 0);
+    plan.lane_index.assign(strips * 64, 0);
+    plan.lane_weight.assign(strips * 64, 0.0f);
+    for (int64_t s = 0; s < strips; ++s) {
+      // Lanes past the row's end repeat its last element (computed, never stored).
+      auto element = [&](int l) { return std::min(16 * s + l, DW * cl - 1); };
+      auto tap = [&](int64_t e, int k) { return expected(e / cl, k, SW) * cl + e % cl; };
+      int64_t lo = tap(element(0), 0), hi = lo;
+      for (int l = 0; l < 16; ++l)
+        for (int k = 0; k < 4; ++k) {
+          lo = std::min(lo, tap(element(l), k));
+          hi = std::max(hi, tap(element(l), k));
+        }
+      if (hi - lo >= 32) return false;  // more channels than a window holds
+      plan.origin[s] = lo;
+      for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < 16; ++l) {
+          plan.lane_index[(s * 4 + k) * 16 + l] = static_cast<int32_t>(tap(element(l), k) - lo);
+          plan.lane_weight[(s * 4 + k) * 16 + l] = weight(element(l) / cl, k);
+        }
+    }
+    return true;
+  }
   const int64_t strips = (DW + 31) / 32;
   plan.origin.assign(strips, 0);
   plan.edge.assign(strips, 0);
@@ -996,8 +1024,9 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
                  task_read_bytes >= FastPlan::kMinFetchBytes &&
                  (p.h_first ? p.w_pass == WPass::Permute : p.h_pass == HPass::Gather && p.scatter_blocks == 0);
 #ifdef RBG_X86_FAST
-  // Float planes doubled along both axes (AVX-512, rows read in place): both passes in one walk down each strip of 32
-  // output columns, the W-pass values of the five source rows an output row pair needs held in registers, so that no
+  // Float planes doubled along both axes (AVX-512, rows read in place; also rows of 2 to 4 interleaved channels, in
+  // strips of 16 elements): both passes in one walk down each strip of 32 output columns, the W-pass values of the
+  // five source rows an output row pair needs held in registers, so that no
   // W-pass row is stored and read back and the arithmetic overlaps the output's stores; the same sums in the same
   // order as the two passes, so the same bits (bit-exact on the interior in a model: 1.17-1.24x on 1024^2 doubled).
   // Tasks then keep no rows between them: blocks of rows_per_task's height, even (row pairs), recomputing the four
@@ -1006,9 +1035,10 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
     // Interleaved input rows with an NCHW output (split_input) are split into planes' rows first, the task's
     // source rows at once: at most kSplitRowsBytes of them, so that they stay in L2 for the walks.
     const int64_t split_pairs = p.split_input ? FastPlan::kSplitRowsBytes / (p.in_row * int64_t{sizeof(float)}) - 4 : 0;
-    if (p.forward && !p.h_first && p.w_pass == WPass::Permute && p.w_cl == 1 &&
+    if (p.forward && !p.h_first && p.w_pass == WPass::Permute && p.w_cl <= 4 && !(p.w_cl > 1 && p.planar_out) &&
         (p.read_in_place || (p.split_input && split_pairs >= 1)) && !p.staged && p.h_pass == HPass::Gather &&
-        p.scatter_blocks == 0 && x86::has_avx512() && build_up2x2_plan(table, th.map, SH, SW, DH, DW, p.up2x2_plan)) {
+        p.scatter_blocks == 0 && x86::has_avx512() &&
+        build_up2x2_plan(table, th.map, SH, SW, DH, DW, p.w_cl, p.up2x2_plan)) {
       p.up2x2 = true;
       int64_t block = rows_per_task(p.units, DH);
       if (p.split_input) block = std::min(block, 2 * split_pairs);
@@ -1646,7 +1676,8 @@ std::shared_ptr<const FastCall<acc_t>> fast_call(const PlanKey& key, const at::T
   const x86::PermutePlan& pp = call->plan.permute;
   call->bytes += vector_bytes(pp.kind) + vector_bytes(pp.base) + vector_bytes(pp.index) + vector_bytes(pp.weight);
   const x86::Up2x2Plan& up = call->plan.up2x2_plan;
-  call->bytes += vector_bytes(up.origin) + vector_bytes(up.edge) + vector_bytes(up.index);
+  call->bytes += vector_bytes(up.origin) + vector_bytes(up.edge) + vector_bytes(up.index) +
+                 vector_bytes(up.lane_index) + vector_bytes(up.lane_weight);
 #endif
   std::shared_ptr<const FastCall<acc_t>> made = std::move(call);
   cache.keep(key, made);

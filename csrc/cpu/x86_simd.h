@@ -800,11 +800,16 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
 // else (clamped taps at either end) the origin of two masked loads and each of the five shifts' 16 lane indices into
 // them.
 struct Up2x2Plan {
-  int64_t in_w = 0, in_h = 0, out_w = 0;  // out_w = 2 in_w
+  int64_t in_w = 0, in_h = 0, out_w = 0;  // in elements of a row (positions x cl); out_w = 2 in_w
+  int64_t cl = 1;                          // interleaved channels per position (1: a plane's row)
   float w[4] = {};                         // weights of the even outputs, both axes (the odd ones: reversed)
   std::vector<int64_t> origin;             // [strip]: first source element loaded
   std::vector<uint8_t> edge;               // [strip]: its taps are clamped (masked loads and index shuffles)
   std::vector<int32_t> index;              // [strip][shift 0..4][16]: edge strips, the element of each lane
+  // Interleaved channels (cl 2..4): strips of 16 output elements, each lane its own taps and phase: [strip][tap][16]
+  // the tap's element in the strip's 32-element window from origin, and its weight.
+  std::vector<int32_t> lane_index;
+  std::vector<float> lane_weight;
 };
 
 // The W-pass values of one source row at strip s: outputs 32 s .. 32 s + 15 (lo) and 32 s + 16 .. 32 s + 31 (hi),
@@ -917,6 +922,66 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   return carry;
 }
 
+// The same walk for rows of cl = 2..4 interleaved channels (a channels_last image), over strips of 16 output elements:
+// each lane's W-pass value takes its own four taps (one vpermt2ps each from the strip's 32-element window) and its
+// position's phase weights, as the permute W pass's 16-lane windows make them; the H sums as combine4x2_checked16's
+// with D = 1. The same bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512 up2x2_w_lanes(const float* q, __mmask16 m0,
+                                                                              __mmask16 m1, const __m512i idx[4],
+                                                                              const __m512 wl[4]) {
+  const __m512 l0 = _mm512_maskz_loadu_ps(m0, q), l1 = _mm512_maskz_loadu_ps(m1, q + 16);
+  __m512 t[4];
+  for (int k = 0; k < 4; ++k) t[k] = _mm512_permutex2var_ps(l0, idx[k], l1);
+  return weighted_sum16(t, wl);
+}
+template <bool kFull, bool kStream>
+__attribute__((target("avx512f"))) inline __m512i up2x2_strip_interleaved(float* out, int64_t out_stride,
+                                                                         const float* plane, int64_t in_stride,
+                                                                         int64_t row0, int64_t k0, int64_t k1,
+                                                                         const Up2x2Plan& p, int64_t s) {
+  __m512 we[4], wo[4], wl[4];
+  __m512i idx[4];
+  for (int k = 0; k < 4; ++k) {
+    we[k] = _mm512_set1_ps(p.w[k]);
+    wo[k] = _mm512_set1_ps(p.w[3 - k]);
+    wl[k] = _mm512_loadu_ps(p.lane_weight.data() + (s * 4 + k) * 16);
+    idx[k] = _mm512_loadu_si512(p.lane_index.data() + (s * 4 + k) * 16);
+  }
+  const int64_t valid = std::min<int64_t>(16, p.out_w - 16 * s), left = p.in_w - p.origin[s];
+  const __mmask16 m = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
+  const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), p.in_h - 1) - row0) * in_stride; };
+  const bool fetch = in_stride >= 256;
+  __m512 x[5];
+  for (int j = 0; j < 4; ++j) x[j] = up2x2_w_lanes(row(k0 - 2 + j) + p.origin[s], m0, m1, idx, wl);
+  __m512i carry = _mm512_setzero_si512();
+  float* o = out + 16 * s;
+  for (int64_t k = k0; k < k1; ++k, o += 2 * out_stride) {
+    x[4] = up2x2_w_lanes(row(k + 2) + p.origin[s], m0, m1, idx, wl);
+    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + p.origin[s] + 48), _MM_HINT_T0);
+    __m512 a, b;
+    __m512i c = _mm512_setzero_si512();
+    pair_sums16<1>(x, we, wo, a, b, c);
+    if constexpr (kFull) {
+      carry = _mm512_or_si512(carry, c);
+      if constexpr (kStream) {
+        _mm512_stream_ps(o, a);
+        _mm512_stream_ps(o + out_stride, b);
+      } else {
+        _mm512_storeu_ps(o, a);
+        _mm512_storeu_ps(o + out_stride, b);
+      }
+    } else {
+      carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(m, c));
+      _mm512_mask_storeu_ps(o, m, a);
+      _mm512_mask_storeu_ps(o + out_stride, m, b);
+    }
+    for (int j = 0; j < 4; ++j) x[j] = x[j + 1];
+  }
+  return carry;
+}
+
 // Output rows 2 k0 .. 2 k1 - 1 of a plane doubled along both axes (out: row 2 k0; plane: source row row0, rows
 // in_stride apart, holding the clamped rows k0 - 2 .. k1 + 1), strip by strip. True if any output is inf or NaN (the
 // overflow guard's test). stream: non-temporal stores of whole lines (out and out_stride on 64-byte lines; the caller
@@ -926,6 +991,16 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
                                                           const Up2x2Plan& p, bool stream) {
   __m512i carry = _mm512_setzero_si512();
   const int64_t strips = static_cast<int64_t>(p.origin.size());
+  if (p.cl > 1) {
+    for (int64_t s = 0; s < strips; ++s) {
+      const bool full = 16 * s + 16 <= p.out_w;
+      carry = _mm512_or_si512(
+          carry, !full    ? up2x2_strip_interleaved<false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                 : stream ? up2x2_strip_interleaved<true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
+                          : up2x2_strip_interleaved<true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s));
+    }
+    return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
+  }
   for (int64_t s = 0; s < strips; ++s) {
     __m512i c;
     const bool full = 32 * s + 32 <= p.out_w;
