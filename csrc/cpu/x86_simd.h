@@ -815,21 +815,21 @@ struct Up2x2Plan {
 // The W-pass values of one source row at strip s: outputs 32 s .. 32 s + 15 (lo) and 32 s + 16 .. 32 s + 31 (hi),
 // as up2_wide makes them (the even outputs from shifts 0..3, the odd ones from shifts 1..4, interleaved): the same
 // sums, so the same bits.
+// A strip's edge taps, read once before its walk: the plan's fields would be read again after every store (the
+// vector stores may alias anything), which cost the edge strips ~30 instructions per step.
+struct Up2x2Edge {
+  __mmask16 m0, m1;  // the two loads' lanes inside the row
+  __m512i idx[5];    // each shift's lane elements in the 32 loaded
+};
 template <bool kEdge>
-__attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const float* row, const Up2x2Plan& p,
-                                                                         int64_t s, const __m512 we[4],
-                                                                         const __m512 wo[4], __m512i first,
-                                                                         __m512i second, __m512& lo, __m512& hi) {
+__attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const float* q, const Up2x2Edge& e,
+                                                                         const __m512 we[4], const __m512 wo[4],
+                                                                         __m512i first, __m512i second, __m512& lo,
+                                                                         __m512& hi) {
   __m512 t[5];
-  const float* q = row + p.origin[s];
   if constexpr (kEdge) {
-    const int64_t left = p.in_w - p.origin[s];  // elements of the row from the origin on
-    const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
-    const __m512 l0 = _mm512_maskz_loadu_ps(m0, q), l1 = _mm512_maskz_loadu_ps(m1, q + 16);
-    const int32_t* ix = p.index.data() + s * 80;
-    for (int j = 0; j < 5; ++j)
-      t[j] = _mm512_permutex2var_ps(l0, _mm512_loadu_si512(ix + 16 * j), l1);
+    const __m512 l0 = _mm512_maskz_loadu_ps(e.m0, q), l1 = _mm512_maskz_loadu_ps(e.m1, q + 16);
+    for (int j = 0; j < 5; ++j) t[j] = _mm512_permutex2var_ps(l0, e.idx[j], l1);
   } else {
     const __m512i l = _mm512_castps_si512(_mm512_loadu_ps(q));
     const __m512i h = _mm512_castsi128_si512(_mm_castps_si128(_mm_loadu_ps(q + 16)));
@@ -864,19 +864,27 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   const int64_t valid = std::min<int64_t>(32, p.out_w - 32 * s);
   const __mmask16 mlo = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
   const __mmask16 mhi = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
-  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), p.in_h - 1) - row0) * in_stride; };
+  // The plan's fields as locals: read once (the vector stores may alias anything, so fields would be read again).
+  const int64_t origin = p.origin[s], in_h = p.in_h, left = p.in_w - origin;  // left: elements from the origin on
+  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), in_h - 1) - row0) * in_stride; };
   const bool fetch = in_stride >= 256;
   __m512 lo[5], hi[5];
-  for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j), p, s, we, wo, first, second, lo[j], hi[j]);
+  Up2x2Edge e{};
+  if constexpr (kEdge) {
+    e.m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    e.m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+    for (int j = 0; j < 5; ++j) e.idx[j] = _mm512_loadu_si512(p.index.data() + s * 80 + 16 * j);
+  }
+  for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j) + origin, e, we, wo, first, second, lo[j], hi[j]);
   __m512i carry = _mm512_setzero_si512();
   float* o = out + 32 * s;
   for (int64_t k = k0; k < k1; ++k, o += 2 * out_stride) {
-    up2x2_w_row<kEdge>(row(k + 2), p, s, we, wo, first, second, lo[4], hi[4]);
+    up2x2_w_row<kEdge>(row(k + 2) + origin, e, we, wo, first, second, lo[4], hi[4]);
     // The next strip's new source line of this row, for rows of 1 KiB and more (a walk down rows that far apart
     // outruns the hardware prefetchers): in cache a whole walk ahead. Microbenchmark, one thread, 4 KiB rows: 42 -> 10.6
     // ns per step with the source in memory, 11.2 -> 10.0 in L3, 10.4 -> 9.8 in L2; engine, 2x3x256x256 doubled
     // 1.1x; rows of 56 floats 0.96-0.98x, hence the threshold. A prefetch never faults, past the row's end too.
-    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + p.origin[s] + 34), _MM_HINT_T0);
+    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + origin + 34), _MM_HINT_T0);
     __m512 a[2], b[2];
     const __m512 xl[5] = {lo[0], lo[1], lo[2], lo[3], lo[4]}, xh[5] = {hi[0], hi[1], hi[2], hi[3], hi[4]};
     __m512i c = _mm512_setzero_si512();
@@ -947,19 +955,20 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip_interleaved(float*
     wl[k] = _mm512_loadu_ps(p.lane_weight.data() + (s * 4 + k) * 16);
     idx[k] = _mm512_loadu_si512(p.lane_index.data() + (s * 4 + k) * 16);
   }
-  const int64_t valid = std::min<int64_t>(16, p.out_w - 16 * s), left = p.in_w - p.origin[s];
+  const int64_t origin = p.origin[s], in_h = p.in_h;  // read once (see up2x2_strip)
+  const int64_t valid = std::min<int64_t>(16, p.out_w - 16 * s), left = p.in_w - origin;
   const __mmask16 m = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
   const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
   const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
-  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), p.in_h - 1) - row0) * in_stride; };
+  auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), in_h - 1) - row0) * in_stride; };
   const bool fetch = in_stride >= 256;
   __m512 x[5];
-  for (int j = 0; j < 4; ++j) x[j] = up2x2_w_lanes(row(k0 - 2 + j) + p.origin[s], m0, m1, idx, wl);
+  for (int j = 0; j < 4; ++j) x[j] = up2x2_w_lanes(row(k0 - 2 + j) + origin, m0, m1, idx, wl);
   __m512i carry = _mm512_setzero_si512();
   float* o = out + 16 * s;
   for (int64_t k = k0; k < k1; ++k, o += 2 * out_stride) {
-    x[4] = up2x2_w_lanes(row(k + 2) + p.origin[s], m0, m1, idx, wl);
-    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + p.origin[s] + 48), _MM_HINT_T0);
+    x[4] = up2x2_w_lanes(row(k + 2) + origin, m0, m1, idx, wl);
+    if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + origin + 48), _MM_HINT_T0);
     __m512 a, b;
     __m512i c = _mm512_setzero_si512();
     pair_sums16<1>(x, we, wo, a, b, c);
