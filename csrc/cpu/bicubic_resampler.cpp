@@ -707,7 +707,6 @@ bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, i
   if (cl > 1) {
     const int64_t strips = (DW * cl + 15) / 16;
     plan.origin.assign(strips, 0);
-    plan.edge.assign(strips, 0);
     plan.lane_index.assign(strips * 64, 0);
     plan.lane_weight.assign(strips * 64, 0.0f);
     for (int64_t s = 0; s < strips; ++s) {

@@ -670,9 +670,34 @@ inline bool combine4x2_rows(float* out_a, float* out_b, const float* const r[5],
                : combine4x2_checked<0, kStream>(out_a, out_b, r, wa, wb, n);
 }
 
-// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once, from the 20 elements at base ..
-// base + 19 as five vectors shifted by one, then interleaved by two vpermt2ps. The same sums as up2_pair. kStream: the
-// two whole lines of each row stored non-temporally.
+// Output element indices of the two vpermt2ps that interleave 16 even (lanes 0-15) and 16 odd (16-31) outputs:
+// output 2j takes even lane j, output 2j + 1 odd lane j; the first 16 outputs from lanes 0-7, the next from 8-15.
+__attribute__((target("avx512f"))) inline __m512i up2_first_lanes() {
+  return _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+__attribute__((target("avx512f"))) inline __m512i up2_second_lanes() {
+  return _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+}
+
+// 32 outputs of an exact 2x upsampling from the 20 elements at q .. q + 19 (five vectors shifted by one: one load of 16
+// and one of the next 4, shifted together by valignd; five loads of 16 mostly straddle two cache lines each, measured
+// ~1.6x slower in cache): the even ones from shifts 0..3, the odd ones from 1..4, interleaved into lo and hi.
+__attribute__((target("avx512f"), always_inline)) inline void up2_values(const float* q, const __m512 we[4],
+                                                                        const __m512 wo[4], __m512i first,
+                                                                        __m512i second, __m512& lo, __m512& hi) {
+  const __m512i l = _mm512_castps_si512(_mm512_loadu_ps(q));
+  const __m512i h = _mm512_castsi128_si512(_mm_castps_si128(_mm_loadu_ps(q + 16)));  // all the shifts below read
+  const __m512 t[5] = {_mm512_castsi512_ps(l), _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 1)),
+                       _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 2)),
+                       _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 3)),
+                       _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 4))};
+  const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
+  lo = _mm512_permutex2var_ps(even, first, odd);
+  hi = _mm512_permutex2var_ps(even, second, odd);
+}
+
+// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once (up2_values). The same sums as
+// up2_pair. kStream: the two whole lines of each row stored non-temporally.
 template <bool kStream, bool kTest>
 __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
@@ -683,25 +708,15 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
     we[k] = _mm512_set1_ps(wb[k]);
     wo[k] = _mm512_set1_ps(wb[4 + k]);
   }
-  // Output 2j takes even lane j, output 2j + 1 odd lane j: the first 16 outputs from lanes 0-7, the next from 8-15.
-  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i first = up2_first_lanes(), second = up2_second_lanes();
   const float* src = in + p.base[b * 4];
   __m512i carry = _mm512_setzero_si512();
   for (int64_t r = 0; r < rows; ++r) {
-    const float* q = src + r * in_stride;
-    // Elements q .. q + 19 as five vectors shifted by one: one load of 16 and one of the next 4, shifted together by
-    // valignd (five loads of 16 mostly straddle two cache lines each; measured ~1.6x faster in cache).
-    const __m512i lo = _mm512_castps_si512(_mm512_loadu_ps(q));
-    const __m512i hi = _mm512_castsi128_si512(_mm_castps_si128(_mm_loadu_ps(q + 16)));  // all the shifts below read
-    const __m512 t[5] = {_mm512_castsi512_ps(lo), _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 1)),
-                         _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 2)),
-                         _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 3)),
-                         _mm512_castsi512_ps(_mm512_alignr_epi32(hi, lo, 4))};
-    const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
+    __m512 lo, hi;
+    up2_values(src + r * in_stride, we, wo, first, second, lo, hi);
     float* o = out + r * out_stride + b * 8;
-    store_tested16<kStream, kTest>(o, _mm512_permutex2var_ps(even, first, odd), carry);
-    store_tested16<kStream, kTest>(o + 16, _mm512_permutex2var_ps(even, second, odd), carry);
+    store_tested16<kStream, kTest>(o, lo, carry);
+    store_tested16<kStream, kTest>(o + 16, hi, carry);
   }
   return fold_carry16(carry);
 }
@@ -796,52 +811,52 @@ __attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t o
 // the even and one for the odd outputs, and taps that move one source element per output pair; only the clamps at
 // the edges differ; and the odd outputs' weights are the even ones' reversed (t = 0.25 and 0.75), the same on both
 // axes. Up2x2Plan holds those four weights (checked bit for bit against both axis tables by the engine's planner: four
-// registers instead of sixteen, which the walk needs, ~1.25x on the kernel in cache) and, per strip of 32 output columns, where its 20 source elements start: 16 s - 2 for the strips inside the row,
-// else (clamped taps at either end) the origin of two masked loads and each of the five shifts' 16 lane indices into
-// them.
+// registers instead of sixteen, which the walk needs, ~1.25x on the kernel in cache) and, per strip of 32 output
+// columns, where its 20 source elements start: 16 s - 2 for the strips inside the row, else (clamped taps at either
+// end) the origin of two masked loads and each of the five shifts' 16 lane indices into them.
 struct Up2x2Plan {
   int64_t in_w = 0, in_h = 0, out_w = 0;  // in elements of a row (positions x cl); out_w = 2 in_w
   int64_t cl = 1;                          // interleaved channels per position (1: a plane's row)
   float w[4] = {};                         // weights of the even outputs, both axes (the odd ones: reversed)
   std::vector<int64_t> origin;             // [strip]: first source element loaded
-  std::vector<uint8_t> edge;               // [strip]: its taps are clamped (masked loads and index shuffles)
-  std::vector<int32_t> index;              // [strip][shift 0..4][16]: edge strips, the element of each lane
+  std::vector<uint8_t> edge;               // [strip] (cl 1): its taps are clamped (masked loads, index shuffles)
+  std::vector<int32_t> index;              // [strip][shift 0..4][16] (cl 1): edge strips, each lane's element
   // Interleaved channels (cl 2..4): strips of 16 output elements, each lane its own taps and phase: [strip][tap][16]
   // the tap's element in the strip's 32-element window from origin, and its weight.
   std::vector<int32_t> lane_index;
   std::vector<float> lane_weight;
 };
 
-// The W-pass values of one source row at strip s: outputs 32 s .. 32 s + 15 (lo) and 32 s + 16 .. 32 s + 31 (hi),
-// as up2_wide makes them (the even outputs from shifts 0..3, the odd ones from shifts 1..4, interleaved): the same
-// sums, so the same bits.
+// Lanes 0 .. n - 1 of a 16-lane mask (all for n >= 16, none for n <= 0).
+inline __mmask16 first_lanes(int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
+}
+
 // A strip's edge taps, read once before its walk: the plan's fields would be read again after every store (the
 // vector stores may alias anything), which cost the edge strips ~30 instructions per step.
 struct Up2x2Edge {
   __mmask16 m0, m1;  // the two loads' lanes inside the row
   __m512i idx[5];    // each shift's lane elements in the 32 loaded
 };
+
+// The W-pass values of one source row at a strip (q: its first source element): outputs 32 s .. 32 s + 15 (lo) and
+// 32 s + 16 .. 32 s + 31 (hi), as up2_wide makes them (up2_values; at the row's ends from the clamped taps of e): the
+// same sums, so the same bits.
 template <bool kEdge>
 __attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const float* q, const Up2x2Edge& e,
                                                                          const __m512 we[4], const __m512 wo[4],
                                                                          __m512i first, __m512i second, __m512& lo,
                                                                          __m512& hi) {
-  __m512 t[5];
   if constexpr (kEdge) {
     const __m512 l0 = _mm512_maskz_loadu_ps(e.m0, q), l1 = _mm512_maskz_loadu_ps(e.m1, q + 16);
+    __m512 t[5];
     for (int j = 0; j < 5; ++j) t[j] = _mm512_permutex2var_ps(l0, e.idx[j], l1);
+    const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
+    lo = _mm512_permutex2var_ps(even, first, odd);
+    hi = _mm512_permutex2var_ps(even, second, odd);
   } else {
-    const __m512i l = _mm512_castps_si512(_mm512_loadu_ps(q));
-    const __m512i h = _mm512_castsi128_si512(_mm_castps_si128(_mm_loadu_ps(q + 16)));
-    t[0] = _mm512_castsi512_ps(l);
-    t[1] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 1));
-    t[2] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 2));
-    t[3] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 3));
-    t[4] = _mm512_castsi512_ps(_mm512_alignr_epi32(h, l, 4));
+    up2_values(q, we, wo, first, second, lo, hi);
   }
-  const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
-  lo = _mm512_permutex2var_ps(even, first, odd);
-  hi = _mm512_permutex2var_ps(even, second, odd);
 }
 
 // Output rows 2k and 2k + 1 for k in [k0, k1) of strip s, walking down the plane with the W-pass values of the five
@@ -859,11 +874,9 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
     we[k] = _mm512_set1_ps(p.w[k]);
     wo[k] = _mm512_set1_ps(p.w[3 - k]);
   }
-  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i first = up2_first_lanes(), second = up2_second_lanes();
   const int64_t valid = std::min<int64_t>(32, p.out_w - 32 * s);
-  const __mmask16 mlo = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
-  const __mmask16 mhi = static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1);
+  const __mmask16 mlo = first_lanes(valid), mhi = first_lanes(valid - 16);
   // The plan's fields as locals: read once (the vector stores may alias anything, so fields would be read again).
   const int64_t origin = p.origin[s], in_h = p.in_h, left = p.in_w - origin;  // left: elements from the origin on
   auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), in_h - 1) - row0) * in_stride; };
@@ -871,8 +884,8 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
   __m512 lo[5], hi[5];
   Up2x2Edge e{};
   if constexpr (kEdge) {
-    e.m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-    e.m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+    e.m0 = first_lanes(left);
+    e.m1 = first_lanes(left - 16);
     for (int j = 0; j < 5; ++j) e.idx[j] = _mm512_loadu_si512(p.index.data() + s * 80 + 16 * j);
   }
   for (int j = 0; j < 4; ++j) up2x2_w_row<kEdge>(row(k0 - 2 + j) + origin, e, we, wo, first, second, lo[j], hi[j]);
@@ -957,9 +970,7 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip_interleaved(float*
   }
   const int64_t origin = p.origin[s], in_h = p.in_h;  // read once (see up2x2_strip)
   const int64_t valid = std::min<int64_t>(16, p.out_w - 16 * s), left = p.in_w - origin;
-  const __mmask16 m = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1);
-  const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-  const __mmask16 m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+  const __mmask16 m = first_lanes(valid), m0 = first_lanes(left), m1 = first_lanes(left - 16);
   auto row = [&](int64_t r) { return plane + (std::min(std::max<int64_t>(r, 0), in_h - 1) - row0) * in_stride; };
   const bool fetch = in_stride >= 256;
   __m512 x[5];
