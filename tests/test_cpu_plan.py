@@ -206,3 +206,35 @@ def test_fused_doubling_reads_cropped_rows_in_place():
     assert (FUSED in dense) == (FUSED in cropped), (dense, cropped)
     ours = [torch.ops.cann.resize_bicubic_v2(t, [80, 144], False, [0.0, 0.0]) for t in (x, crop)]
     assert torch.equal(ours[0], ours[1])
+
+
+HALVED = "both passes fused in rows (W halved)"
+
+
+@pytest.mark.parametrize("shape, size, layout, dtype, align, fused", [
+    ((1, 3, 40, 150), (20, 75), "contiguous", torch.float32, False, True),    # planes, a partial last strip
+    ((1, 3, 40, 150), (13, 75), "contiguous", torch.float32, False, True),    # any H reduction
+    ((1, 3, 40, 150), (40, 75), "contiguous", torch.float32, False, True),    # ... or none
+    ((1, 1, 5, 6), (2, 3), "contiguous", torch.float32, False, True),         # every strip at an end
+    ((1, 2, 40, 48), (20, 24), "channels_last", torch.float32, False, True),  # 2 to 4 interleaved channels
+    ((1, 3, 40, 48), (20, 24), "channels_last", torch.float32, False, True),
+    ((1, 4, 40, 48), (20, 24), "channels_last", torch.float32, False, True),
+    ((1, 3, 40, 48), (20, 24), "hwc_view", torch.float32, False, True),       # staged, then split into planes
+    ((1, 5, 40, 48), (20, 24), "channels_last", torch.float32, False, False),  # 5 channels
+    ((1, 3, 40, 48), (20, 24), "sliced", torch.float32, False, False),        # strided rows
+    ((1, 3, 40, 48), (20, 24), "contiguous", torch.bfloat16, False, False),   # widened rows
+    ((1, 3, 40, 48), (20, 24), "contiguous", torch.float32, True, False),     # align_corners: other taps
+    ((1, 3, 40, 48), (20, 25), "contiguous", torch.float32, False, False),    # not exactly half
+    ((1, 3, 40, 48), (41, 24), "contiguous", torch.float32, False, False),    # taller: W first
+])
+def test_rows_halved_along_w_fuse_the_passes(shape, size, layout, dtype, align, fused):
+    # Float rows of 1 to 4 channels halved along W, H first (AVX-512): each output row's H sums go from registers
+    # straight into the W pass's two gathers, the same sums as the two passes (their bits against the AVX2 and
+    # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    x = make_layout(torch.randn(shape).to(dtype), layout)
+    plan = _C._cpu_plan(x, *size, True, align)
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")
+    assert (HALVED in plan) == (fused and avx512), plan
+    ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
+    ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
+    torch.testing.assert_close(ours.float(), ref, atol=1e-5 if dtype == torch.float32 else 2e-2, rtol=1e-5)

@@ -99,6 +99,18 @@ ISA_CASES = [
     # H first, reading and writing over 8 MiB: the 16-lane W-pass blocks store non-temporally (AVX-512)
     ((1, 2, 1040, 1030), (515, 512), False, torch.float32, "contiguous"),
     ((1, 3, 700, 1000), (350, 496), False, torch.float32, "channels_last"),
+    # rows exactly halved along W, H first, float rows of 1 to 4 channels (AVX-512): both passes fused in rows, with
+    # clamped strips at both ends, a partial last strip, the three phases of 3 channels, rows too short for any
+    # interior strip, H kept or reduced by other factors, staged rows split into planes, and non-temporal stores
+    ((2, 2, 13, 250), (6, 125), False, torch.float32, "contiguous"),
+    ((1, 1, 5, 6), (2, 3), False, torch.float32, "contiguous"),
+    ((1, 3, 11, 302), (11, 151), False, torch.float32, "channels_last"),
+    ((1, 2, 10, 98), (3, 49), False, torch.float32, "channels_last"),
+    ((1, 4, 9, 66), (4, 33), False, torch.float32, "channels_last"),
+    ((1, 3, 7, 20), (3, 10), False, torch.float32, "channels_last"),
+    ((1, 3, 21, 130), (10, 65), False, torch.float32, "hwc_view"),
+    ((1, 3, 720, 1280), (360, 640), False, torch.float32, "channels_last"),
+    ((1, 2, 1200, 1000), (600, 500), False, torch.float32, "contiguous"),
 ]
 
 
@@ -111,6 +123,11 @@ def isa_outputs():
             # end (the last, partial strip's masked test must still send those rows to the overflow guard)
             g[0, 0, 0, 0] = float("nan")
             g[0, -1, -1, -2:] = 3.0e38
+        elif 2 * in_hw[1] == shape[3] and in_hw[0] <= shape[2] and dtype == torch.float32:
+            # rows halved along W (the fused passes): a NaN, and a 2 x 2 block whose H sums overflow, at the end of the
+            # last row
+            g[0, 0, 0, 0] = float("nan")
+            g[0, -1, -2:, -2:] = 3.0e38
         g = make_layout(g.to(dtype), layout)
         image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
         outs.append(trb.resize_bicubic_v2_grad(g, image, align, (0.0, 0.0)))
@@ -155,6 +172,9 @@ OVERFLOW_CASES = [
     ((1, 3, 60, 50), (121, 101), "hwc_view", torch.float32, "forward"),       # rows split into planes
     ((1, 3, 60, 50), (120, 100), "hwc_view", torch.float32, "forward"),       # ... and doubled: the passes fused
     ((1, 3, 60, 50), (120, 100), "channels_last", torch.float32, "forward"),  # doubled interleaved rows, fused
+    ((2, 3, 64, 80), (30, 40), "contiguous", torch.float32, "forward"),       # W halved, H first: fused in rows
+    ((1, 3, 60, 50), (60, 25), "channels_last", torch.float32, "forward"),    # ... 3 interleaved channels
+    ((1, 3, 60, 50), (29, 25), "hwc_view", torch.float32, "forward"),         # ... staged, split into planes
     ((1, 2, 60, 50), (121, 101), "contiguous", torch.bfloat16, "forward"),    # staged, then narrowed
     ((2, 3, 64, 80), (31, 45), "contiguous", torch.float32, "gradient"),
     ((1, 3, 81, 121), (40, 60), "channels_last", torch.float32, "gradient"),

@@ -71,6 +71,22 @@ def test_forward_nan_inf_positions(dtype, layout):
         assert_forward_close(forward(x, size, False), x, size, False)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_forward_nan_inf_positions_rows_halved(dtype, layout):
+    # Rows of 40 halved along W (float: both passes fused in rows), NaN/inf at a clamped end, inside and at the strip
+    # boundaries of 16 outputs (elements 31-33 of a row feed outputs 15 and 16).
+    x = torch.randn(2, 4, 9, 40)
+    x[0, 1, 3, 4] = float("nan")
+    x[1, 2, 0, 39] = float("inf")
+    x[1, 3, 8, 0] = -float("inf")
+    x[0, 0, 5, 32] = float("nan")
+    x[1, 0, 2, 31] = float("inf")
+    x = make_layout(x.to(dtype), layout)
+    for size in [(4, 20), (9, 20), (3, 20)]:
+        assert_forward_close(forward(x, size, False), x, size, False)
+
+
 def test_forward_tiny_scales_follow_pytorchs_index_rule():
     # Scales below ~1e-19 put source coordinates beyond int64: PyTorch's forward then reads index 0.
     x = torch.arange(5.0).reshape(1, 1, 1, 5)

@@ -744,6 +744,88 @@ bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, i
   }
   return true;
 }
+
+// Whether a forward's W table halves rows (with half-pixel centres) of cl interleaved channels, 1 to 4: output
+// position x takes the clamped source positions 2x - 1 .. 2x + 2, all with output 0's weights, bit for bit. If so,
+// fills x86::halve_row's plan: the interior strips, where the kernel's two gathers and their shifts read each lane's
+// four taps (checked here lane by lane against the table) from vectors inside the row, and the table of each strip
+// outside them.
+bool build_halve_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, int64_t cl, x86::HalvePlan& plan) {
+  if (SW != 2 * DW || cl < 1 || cl > 4) return false;
+  auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; };
+  auto expected = [&](int64_t x, int k) { return std::clamp<int64_t>(2 * x - 1 + k, 0, SW - 1); };
+  for (int64_t x = 0; x < DW; ++x)
+    for (int k = 0; k < 4; ++k)
+      if (w_table.col[4 * x + k] != expected(x, k) || !same(w_table.w[4 * x + k], w_table.w[k])) return false;
+  const int64_t in_len = SW * cl, out_len = DW * cl, strips = (out_len + 15) / 16;
+  plan.in_len = in_len;
+  plan.out_len = out_len;
+  plan.cl = cl;
+  for (int k = 0; k < 4; ++k) plan.w[k] = w_table.w[k];
+  auto tap = [&](int64_t e, int k) { return expected(e / cl, k) * cl + e % cl; };
+  // Interior strip s, phase p = (16 s) % cl (s % 3 for 3 channels, else 0): lane j is channel (p + j) % cl; A = tap 1
+  // = 2e - c, C = A + cl.
+  const int64_t phases = cl == 3 ? 3 : 1;
+  for (int64_t p = 0; p < phases; ++p) {
+    x86::HalvePlan::Phase& q = plan.phase[p];
+    q.fix_a = q.fix_c = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int32_t a = static_cast<int32_t>(2 * j - (p + j) % cl), c = a + static_cast<int32_t>(cl);
+      q.a[j] = a;
+      q.c[j] = c;
+      if (a < 0) q.fix_a |= static_cast<uint16_t>(1u << j);
+      if (c >= 32) q.fix_c |= static_cast<uint16_t>(1u << j);
+    }
+    if (cl != 3 && (q.fix_a || q.fix_c)) return false;  // only the 3-channel kernel reads the neighbouring vectors
+  }
+  auto a_of = [&](int64_t s, int64_t j) { return 32 * s + plan.phase[s % phases].a[j]; };
+  auto c_of = [&](int64_t s, int64_t j) { return 32 * s + plan.phase[s % phases].c[j]; };
+  // The vectors strip s's gathers read lie inside the row.
+  auto gathers_inside = [&](int64_t s) {
+    return s >= 0 && 32 * s - (cl == 3 ? 16 : 0) >= 0 && 32 * s + (cl == 3 ? 48 : 32) <= in_len;
+  };
+  auto interior = [&](int64_t s) {
+    if (16 * s + 16 > out_len || !gathers_inside(s - 1) || !gathers_inside(s) || !gathers_inside(s + 1)) return false;
+    for (int64_t j = 0; j < 16; ++j) {
+      const int64_t e = 16 * s + j;
+      const int64_t read[4] = {j >= cl ? c_of(s, j - cl) : c_of(s - 1, j - cl + 16), a_of(s, j), c_of(s, j),
+                               j + cl < 16 ? a_of(s, j + cl) : a_of(s + 1, j + cl - 16)};
+      for (int k = 0; k < 4; ++k)
+        if (read[k] != tap(e, k)) return false;
+    }
+    return true;
+  };
+  plan.s_lo = 0;  // the first run of interior strips (none: s_lo = s_hi = strips)
+  while (plan.s_lo < strips && !interior(plan.s_lo)) ++plan.s_lo;
+  plan.s_hi = plan.s_lo;
+  while (plan.s_hi < strips && interior(plan.s_hi)) ++plan.s_hi;
+  // The strips outside [s_lo, s_hi): 48 source elements from the lowest tap (lanes past the row's end repeat its last
+  // element: computed, never stored).
+  const int64_t edges = strips - (plan.s_hi - plan.s_lo);
+  plan.edge_origin.assign(edges, 0);
+  plan.edge_index.assign(edges * 64, 0);
+  plan.edge_high.assign(edges * 4, 0);
+  for (int64_t s = 0; s < strips; ++s) {
+    if (s >= plan.s_lo && s < plan.s_hi) continue;
+    const int64_t slot = x86::halve_edge_slot(plan, s);
+    auto element = [&](int64_t j) { return std::min(16 * s + j, out_len - 1); };
+    int64_t lo = tap(element(0), 0), hi = lo;
+    for (int64_t j = 0; j < 16; ++j)
+      for (int k = 0; k < 4; ++k) {
+        lo = std::min(lo, tap(element(j), k));
+        hi = std::max(hi, tap(element(j), k));
+      }
+    if (hi - lo >= 48) return false;
+    plan.edge_origin[slot] = lo;
+    for (int k = 0; k < 4; ++k)
+      for (int64_t j = 0; j < 16; ++j) {
+        const int64_t rel = tap(element(j), k) - lo;
+        plan.edge_index[(slot * 4 + k) * 16 + j] = static_cast<int32_t>(rel);
+        if (rel >= 32) plan.edge_high[slot * 4 + k] |= static_cast<uint16_t>(1u << j);
+      }
+  }
+  return true;
+}
 #endif
 
 // ---- the fast path -------------------------------------------------------------------------------------
@@ -854,9 +936,11 @@ struct FastPlan {
   int64_t mid = 0, gbuf = 0, lanes_in = 0, lanes_out = 0, obuf = 0;
   int64_t guard_rows = 0;  // split_input: the overflow guard's rows, recomputed interleaved before they are split
   bool up2x2 = false;  // a plane doubled along both axes: both passes in one, strip by strip (x86::up2x2_rows)
+  bool halve = false;  // rows halved along W, H first: both passes in one, row by row (x86::halve_row)
 #ifdef RBG_X86_FAST
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
   x86::Up2x2Plan up2x2_plan;  // up2x2's weights and strips
+  x86::HalvePlan halve_plan;  // halve's weights and strips
 #endif
 
   // Whether a block whose output rows read source rows [sy0, sy1) gathers (HPass).
@@ -894,6 +978,7 @@ struct FastPlan {
                     ", W pass " + kW[static_cast<int>(w_pass)] + pairs_note() +
                     ", H pass " + (h_pass == HPass::Gather ? "gather" : "scatter");
     if (up2x2) s += ", both passes fused in strips (2x both axes)";
+    if (halve) s += ", both passes fused in rows (W halved)";
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
          " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl);
@@ -991,10 +1076,20 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   // The split input rows serve the gather only: where some block scatters, plan again without splitting.
   if (p.split_input && (p.h_pass != HPass::Gather || p.scatter_blocks > 0))
     return plan_fast<scalar_t, acc_t>(src, dst, th, tw, table, channels_last_out, false);
+#ifdef RBG_X86_FAST
+  // Float rows halved along W with the H pass first (AVX-512, rows read in place; up to 4 interleaved channels): each
+  // output row's H sums go straight from registers into the W pass's two gathers (x86::halve_row), none stored and
+  // read back; any H scale. The same sums in the same order as the two passes, so the same bits.
+  if constexpr (direct && std::is_same_v<acc_t, float>) {
+    if (p.forward && p.h_first && p.read_in_place && p.w_cl == cl && cl <= 4 && x86::has_avx512() &&
+        build_halve_plan(table, SW, DW, cl, p.halve_plan))
+      p.halve = true;
+  }
+#endif
   // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing or
   // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
   // rows.
-  p.staged = !direct || (p.planar_out && !p.split_input) || (p.h_first && transposed);
+  p.staged = !direct || (p.planar_out && !p.split_input) || (p.h_first && transposed && !p.halve);
   // Float outputs that would leave the cache before the call returns are written with non-temporal stores (no
   // read-for-ownership of every line), where each row is whole 64-byte lines:
   //  - W first, by the H pass: outputs of kStreamStoreBytes or more;
@@ -1012,7 +1107,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
       p.stream_out = rows_of_lines && p.h_pass == HPass::Gather && x86::has_avx2() &&
                      out_bytes >= x86::kStreamStoreBytes;
     else
-      p.stream_out = rows_of_lines && p.w_pass == WPass::Permute && x86::has_avx512() &&
+      p.stream_out = rows_of_lines && (p.w_pass == WPass::Permute || p.halve) && x86::has_avx512() &&
                      in_bytes + out_bytes >= x86::kStreamStoreBytes;
   }
 #endif
@@ -1021,7 +1116,8 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   const int64_t task_read_bytes = std::max<int64_t>(1, SH * p.rows / DH) * p.in_row * int64_t{sizeof(scalar_t)};
   p.fetch_next = p.forward && p.read_in_place && (SH == 1 || src.stride(2) == p.in_row) &&
                  task_read_bytes >= FastPlan::kMinFetchBytes &&
-                 (p.h_first ? p.w_pass == WPass::Permute : p.h_pass == HPass::Gather && p.scatter_blocks == 0);
+                 (p.h_first ? p.w_pass == WPass::Permute || p.halve
+                            : p.h_pass == HPass::Gather && p.scatter_blocks == 0);
 #ifdef RBG_X86_FAST
   // Float planes doubled along both axes (AVX-512, rows read in place; also rows of 2 to 4 interleaved channels, in
   // strips of 16 elements): both passes in one walk down each strip of 32 output columns, the W-pass values of the
@@ -1049,7 +1145,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
 #endif
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
-  p.mid = p.up2x2     ? 0
+  p.mid = p.up2x2 || p.halve ? 0
           : p.h_first ? p.rows * p.in_row
           : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
                                       : p.group * p.out_row;
@@ -1243,6 +1339,7 @@ class TaskRunner {
   // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
   // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
   void gather_h_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy1) {
+    if (p_.halve) return halve(su, u, ob, y0, y1, sy1);
     const int64_t in_row = p_.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
     acc_t* const ring = sized(scratch_.ring, p_.read_in_place ? 0 : kRingRows * chunk);
     for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
@@ -1268,6 +1365,33 @@ class TaskRunner {
     const char *fetch = nullptr, *fetch_end = nullptr;
     if (p_.fetch_next) next_task_rows(u, y1, sy1, fetch, fetch_end);
     w_pass(ob, mid_, in_row, y1 - y0, /*final=*/true, -1, fetch, fetch_end);
+  }
+
+  // Forward, H first, rows halved along W: both passes at once, one output row at a time (x86::halve_row), with the
+  // next task's rows fetched a share per row.
+  void halve(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy1) {
+#ifdef RBG_X86_FAST
+    if constexpr (std::is_same_v<acc_t, float> && kDirect) {
+      const char *fetch = nullptr, *fetch_end = nullptr;
+      if (p_.fetch_next) next_task_rows(u, y1, sy1, fetch, fetch_end);
+      const int64_t share = fetch ? ((fetch_end - fetch + 63) / 64 + (y1 - y0) - 1) / (y1 - y0) * 64 : 0;
+      bool bad = false;
+      for (int64_t dy = y0; dy < y1; ++dy) {
+        const RowTaps t = row_taps(dy);
+        const float* const rows[4] = {su + t.s[0] * io_.sh, su + t.s[1] * io_.sh, su + t.s[2] * io_.sh,
+                                      su + t.s[3] * io_.sh};
+        const char* const share_end = fetch ? std::min(fetch_end, fetch + share) : nullptr;
+        bad = x86::halve_row(ob + (dy - y0) * p_.out_row, rows, t.w, p_.halve_plan, p_.stream_out, fetch, share_end) ||
+              bad;
+        fetch = share_end;
+      }
+      tested_ = true;
+      nonfinite_ = bad;
+      return;
+    }
+#endif
+    (void)su, (void)u, (void)ob, (void)y0, (void)y1, (void)sy1;
+    TORCH_INTERNAL_ASSERT(false, "halve planned without its kernel");
   }
 
   // The input rows of this thread's next task (task + 1: parallel_for hands each thread a contiguous range) that
@@ -1677,6 +1801,8 @@ std::shared_ptr<const FastCall<acc_t>> fast_call(const PlanKey& key, const at::T
   const x86::Up2x2Plan& up = call->plan.up2x2_plan;
   call->bytes += vector_bytes(up.origin) + vector_bytes(up.edge) + vector_bytes(up.index) +
                  vector_bytes(up.lane_index) + vector_bytes(up.lane_weight);
+  const x86::HalvePlan& hp = call->plan.halve_plan;
+  call->bytes += vector_bytes(hp.edge_origin) + vector_bytes(hp.edge_index) + vector_bytes(hp.edge_high);
 #endif
   std::shared_ptr<const FastCall<acc_t>> made = std::move(call);
   cache.keep(key, made);

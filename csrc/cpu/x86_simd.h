@@ -1040,6 +1040,164 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
   return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
 }
 
+
+// ---- the H pass fused into an exact 2x W reduction (AVX-512) -----------------------------------------------------
+
+// Rows halved along W (with half-pixel centres) take each output element e (position x, channel c of cl) from the
+// elements 2e - c + (k - 1) cl, k = 0..3, of the H pass's row, clamped at the ends, with one set of four weights for
+// every output. Away from the ends the four taps are two gathers: A, tap 1 (2e - c), and C, tap 2 (A + cl); tap 3 is
+// A of the element cl lanes on, tap 0 C of the element cl lanes back. So a strip of 16 outputs needs only the H sums
+// of its 32 source elements (plus one neighbouring vector for 3 channels, whose lanes straddle the window), gathered by
+// two vpermt2ps and shifted by two valignd: the H sums never leave the registers, where the two passes stored each
+// row of H sums and read it back through the permute W pass's windows (2.2x faster per row in cache, 1.6x in L3, in a
+// microbenchmark of the same sums). HalvePlan holds the shared weights, the strips where those relations hold and,
+// for the few strips at the row's ends, each tap's lane elements.
+struct HalvePlan {
+  int64_t in_len = 0, out_len = 0, cl = 1;  // elements of a source / output row; interleaved channels (1 to 4)
+  float w[4] = {};                          // the W weights of every output
+  int64_t s_lo = 0, s_hi = 0;               // the interior strips (A, C and their shifts), [s_lo, s_hi)
+  // Interior strip s, phase (16 s) % cl: A's and C's lane elements relative to element 32 s, and the lanes
+  // (3 channels) whose element lies in the vector before (A, element < 0) or after (C, element >= 32) the 32.
+  struct Phase {
+    int32_t a[16], c[16];
+    uint16_t fix_a, fix_c;
+  };
+  Phase phase[4] = {};
+  // The other strips: the first source element loaded, each tap's lane elements among the 48 from it, and the lanes
+  // whose element is in the third vector (>= 32): [strip], [strip][tap][16], [strip][tap].
+  std::vector<int64_t> edge_origin;
+  std::vector<int32_t> edge_index;
+  std::vector<uint16_t> edge_high;
+};
+
+// The slot of strip s (outside [s_lo, s_hi)) in the edge tables: the strips before the interior, then those after.
+inline int64_t halve_edge_slot(const HalvePlan& p, int64_t s) { return s < p.s_lo ? s : p.s_lo + (s - p.s_hi); }
+
+// The H sums of 16 elements at offset off of the four rows: ((r0 w0 + r1 w1) + r2 w2) + r3 w3, the H pass's order
+// (combine4); masked: the lanes of m only (the others 0, never used).
+__attribute__((target("avx512f"), always_inline)) inline __m512 h_sums16(const float* const r[4], int64_t off,
+                                                                         const __m512 wh[4]) {
+  __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(r[0] + off), wh[0]),
+                           _mm512_mul_ps(_mm512_loadu_ps(r[1] + off), wh[1]));
+  a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(r[2] + off), wh[2]));
+  return _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(r[3] + off), wh[3]));
+}
+__attribute__((target("avx512f"), always_inline)) inline __m512 h_sums16_masked(const float* const r[4], int64_t off,
+                                                                                const __m512 wh[4], __mmask16 m) {
+  __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, r[0] + off), wh[0]),
+                           _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r[1] + off), wh[1]));
+  a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r[2] + off), wh[2]));
+  return _mm512_add_ps(a, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r[3] + off), wh[3]));
+}
+
+// A and C of interior strip s (see HalvePlan).
+template <int CL>
+__attribute__((target("avx512f"), always_inline)) inline void halve_gathers(const float* const r[4],
+                                                                            const __m512 wh[4],
+                                                                            const HalvePlan::Phase& q, int64_t s,
+                                                                            __m512& a, __m512& c) {
+  const int64_t base = 32 * s;
+  const __m512 h0 = h_sums16(r, base, wh), h1 = h_sums16(r, base + 16, wh);
+  const __m512i ia = _mm512_loadu_si512(q.a), ic = _mm512_loadu_si512(q.c);
+  a = _mm512_permutex2var_ps(h0, ia, h1);
+  c = _mm512_permutex2var_ps(h0, ic, h1);
+  if constexpr (CL == 3) {  // the straddling lanes, from the vectors before and after (index mod 16)
+    a = _mm512_mask_permutexvar_ps(a, q.fix_a, ia, h_sums16(r, base - 16, wh));
+    c = _mm512_mask_permutexvar_ps(c, q.fix_c, ic, h_sums16(r, base + 32, wh));
+  }
+}
+
+// (((0 + t0 w0) + t1 w1) + t2 w2) + t3 w3 (weighted_sum16) stored at o, the first `valid` lanes; their inf/NaN carry
+// ORed into carry.
+template <bool kStream>
+__attribute__((target("avx512f"), always_inline)) inline void halve_store(float* o, const __m512 t[4],
+                                                                          const __m512 ww[4], int64_t valid,
+                                                                          __m512i& carry) {
+  const __m512 acc = weighted_sum16(t, ww);
+  if (valid >= 16) {
+    store_tested16<kStream, true>(o, acc, carry);
+  } else {
+    const __mmask16 m = first_lanes(valid);
+    _mm512_mask_storeu_ps(o, m, acc);
+    carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(m, nonfinite_carry16(acc)));
+  }
+}
+
+// Strip s at the row's ends, from its table: the H sums of the 48 elements from its origin (masked at the row's end),
+// each tap's lanes by one vpermt2ps over the first 32 and one vpermps from the third vector.
+__attribute__((target("avx512f"), always_inline)) inline void halve_edge_strip(float* out, const float* const r[4],
+                                                                               const __m512 wh[4], const __m512 ww[4],
+                                                                               const HalvePlan& p, int64_t s,
+                                                                               __m512i& carry) {
+  const int64_t slot = halve_edge_slot(p, s), origin = p.edge_origin[slot], left = p.in_len - origin;
+  const __m512 h0 = h_sums16_masked(r, origin, wh, first_lanes(left)),
+               h1 = h_sums16_masked(r, origin + 16, wh, first_lanes(left - 16)),
+               h2 = h_sums16_masked(r, origin + 32, wh, first_lanes(left - 32));
+  __m512 t[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m512i idx = _mm512_loadu_si512(p.edge_index.data() + (slot * 4 + k) * 16);
+    t[k] = _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(h0, idx, h1), p.edge_high[slot * 4 + k], idx, h2);
+  }
+  halve_store<false>(out + 16 * s, t, ww, p.out_len - 16 * s, carry);
+}
+
+template <int CL, bool kStream>
+__attribute__((target("avx512f"))) inline bool halve_row_cl(float* out, const float* const r[4], const float hw[4],
+                                                            const HalvePlan& p, const char* fetch,
+                                                            const char* fetch_end) {
+  __m512 wh[4], ww[4];
+  for (int k = 0; k < 4; ++k) {
+    wh[k] = _mm512_set1_ps(hw[k]);
+    ww[k] = _mm512_set1_ps(p.w[k]);
+  }
+  // The plan's fields as locals: the stores may alias anything, so fields would be read again after each.
+  const int64_t s_lo = p.s_lo, s_hi = p.s_hi, in_len = p.in_len, out_len = p.out_len;
+  const int64_t strips = (out_len + 15) / 16;
+  const HalvePlan::Phase* const phase = p.phase;
+  __m512i carry = _mm512_setzero_si512();
+  for (int64_t s = 0; s < std::min(s_lo, strips); ++s) halve_edge_strip(out, r, wh, ww, p, s, carry);
+  if (s_lo < s_hi) {
+    constexpr int64_t kPhases = CL == 3 ? 3 : 1;  // (16 s) % cl: s % 3 for 3 channels, else 0
+    __m512 a_prev, c_prev, a, c, a_next, c_next;
+    halve_gathers<CL>(r, wh, phase[(s_lo - 1) % kPhases], s_lo - 1, a_prev, c_prev);
+    halve_gathers<CL>(r, wh, phase[s_lo % kPhases], s_lo, a, c);
+    (void)a_prev;
+    // The fetches spread over the strips, a few lines each.
+    const int64_t per_strip = ((fetch_end - fetch + 63) / 64 + (s_hi - s_lo) - 1) / (s_hi - s_lo);
+    for (int64_t s = s_lo; s < s_hi; ++s) {
+      for (int64_t l = 0; l < per_strip && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
+      halve_gathers<CL>(r, wh, phase[(s + 1) % kPhases], s + 1, a_next, c_next);
+      const __m512 t[4] = {
+          _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(c), _mm512_castps_si512(c_prev), 16 - CL)), a,
+          c, _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a_next), _mm512_castps_si512(a), CL))};
+      halve_store<kStream>(out + 16 * s, t, ww, 16, carry);
+      c_prev = c;
+      a = a_next;
+      c = c_next;
+    }
+  }
+  for (int64_t s = std::max(s_hi, s_lo); s < strips; ++s) halve_edge_strip(out, r, wh, ww, p, s, carry);
+  return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
+}
+
+// One output row of a 2x W reduction from the four source rows r (the H pass's taps) and their weights hw, both
+// passes at once; true if any output is inf or NaN. stream: the interior strips' stores non-temporal (out on a
+// 64-byte line; the caller fences). Bytes [fetch, fetch_end), if any, are prefetched into L2 along the way.
+__attribute__((target("avx512f"))) inline bool halve_row(float* out, const float* const r[4], const float hw[4],
+                                                         const HalvePlan& p, bool stream, const char* fetch = nullptr,
+                                                         const char* fetch_end = nullptr) {
+  switch (p.cl) {
+    case 1: return stream ? halve_row_cl<1, true>(out, r, hw, p, fetch, fetch_end)
+                          : halve_row_cl<1, false>(out, r, hw, p, fetch, fetch_end);
+    case 2: return stream ? halve_row_cl<2, true>(out, r, hw, p, fetch, fetch_end)
+                          : halve_row_cl<2, false>(out, r, hw, p, fetch, fetch_end);
+    case 3: return stream ? halve_row_cl<3, true>(out, r, hw, p, fetch, fetch_end)
+                          : halve_row_cl<3, false>(out, r, hw, p, fetch, fetch_end);
+    default: return stream ? halve_row_cl<4, true>(out, r, hw, p, fetch, fetch_end)
+                           : halve_row_cl<4, false>(out, r, hw, p, fetch, fetch_end);
+  }
+}
+
 }  // namespace rbg::cpu::x86
 
 #endif
