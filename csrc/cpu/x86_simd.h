@@ -1090,20 +1090,39 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 h_sums16_masked(
   return _mm512_add_ps(a, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, r[3] + off), wh[3]));
 }
 
-// A and C of interior strip s (see HalvePlan).
+// The H sums interior strip s's gathers read: elements 32 s .. 32 s + 31 (lo, hi) and, for 3 channels, the vectors
+// before and after them. Strip s + 1's vector before is strip s's hi, its lo strip s's after: each strip computes two.
+struct HalveSums {
+  __m512 before, lo, hi, after;
+};
 template <int CL>
-__attribute__((target("avx512f"), always_inline)) inline void halve_gathers(const float* const r[4],
-                                                                            const __m512 wh[4],
-                                                                            const HalvePlan::Phase& q, int64_t s,
-                                                                            __m512& a, __m512& c) {
+__attribute__((target("avx512f"), always_inline)) inline HalveSums halve_sums(const float* const r[4],
+                                                                              const __m512 wh[4], int64_t s) {
   const int64_t base = 32 * s;
-  const __m512 h0 = h_sums16(r, base, wh), h1 = h_sums16(r, base + 16, wh);
+  const __m512 none = _mm512_setzero_ps();
+  if constexpr (CL == 3)
+    return {h_sums16(r, base - 16, wh), h_sums16(r, base, wh), h_sums16(r, base + 16, wh), h_sums16(r, base + 32, wh)};
+  return {none, h_sums16(r, base, wh), h_sums16(r, base + 16, wh), none};
+}
+template <int CL>
+__attribute__((target("avx512f"), always_inline)) inline HalveSums halve_sums_after(const HalveSums& h,
+                                                                                    const float* const r[4],
+                                                                                    const __m512 wh[4], int64_t s) {
+  if constexpr (CL == 3) return {h.hi, h.after, h_sums16(r, 32 * s + 16, wh), h_sums16(r, 32 * s + 32, wh)};
+  return halve_sums<CL>(r, wh, s);
+}
+
+// A and C of an interior strip from its H sums (see HalvePlan).
+template <int CL>
+__attribute__((target("avx512f"), always_inline)) inline void halve_gathers(const HalveSums& h,
+                                                                            const HalvePlan::Phase& q, __m512& a,
+                                                                            __m512& c) {
   const __m512i ia = _mm512_loadu_si512(q.a), ic = _mm512_loadu_si512(q.c);
-  a = _mm512_permutex2var_ps(h0, ia, h1);
-  c = _mm512_permutex2var_ps(h0, ic, h1);
+  a = _mm512_permutex2var_ps(h.lo, ia, h.hi);
+  c = _mm512_permutex2var_ps(h.lo, ic, h.hi);
   if constexpr (CL == 3) {  // the straddling lanes, from the vectors before and after (index mod 16)
-    a = _mm512_mask_permutexvar_ps(a, q.fix_a, ia, h_sums16(r, base - 16, wh));
-    c = _mm512_mask_permutexvar_ps(c, q.fix_c, ic, h_sums16(r, base + 32, wh));
+    a = _mm512_mask_permutexvar_ps(a, q.fix_a, ia, h.before);
+    c = _mm512_mask_permutexvar_ps(c, q.fix_c, ic, h.after);
   }
 }
 
@@ -1159,14 +1178,17 @@ __attribute__((target("avx512f"))) inline bool halve_row_cl(float* out, const fl
   if (s_lo < s_hi) {
     constexpr int64_t kPhases = CL == 3 ? 3 : 1;  // (16 s) % cl: s % 3 for 3 channels, else 0
     __m512 a_prev, c_prev, a, c, a_next, c_next;
-    halve_gathers<CL>(r, wh, phase[(s_lo - 1) % kPhases], s_lo - 1, a_prev, c_prev);
-    halve_gathers<CL>(r, wh, phase[s_lo % kPhases], s_lo, a, c);
+    HalveSums h = halve_sums<CL>(r, wh, s_lo - 1);
+    halve_gathers<CL>(h, phase[(s_lo - 1) % kPhases], a_prev, c_prev);
+    h = halve_sums_after<CL>(h, r, wh, s_lo);
+    halve_gathers<CL>(h, phase[s_lo % kPhases], a, c);
     (void)a_prev;
     // The fetches spread over the strips, a few lines each.
     const int64_t per_strip = ((fetch_end - fetch + 63) / 64 + (s_hi - s_lo) - 1) / (s_hi - s_lo);
     for (int64_t s = s_lo; s < s_hi; ++s) {
       for (int64_t l = 0; l < per_strip && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
-      halve_gathers<CL>(r, wh, phase[(s + 1) % kPhases], s + 1, a_next, c_next);
+      h = halve_sums_after<CL>(h, r, wh, s + 1);
+      halve_gathers<CL>(h, phase[(s + 1) % kPhases], a_next, c_next);
       const __m512 t[4] = {
           _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(c), _mm512_castps_si512(c_prev), 16 - CL)), a,
           c, _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a_next), _mm512_castps_si512(a), CL))};
