@@ -1285,6 +1285,12 @@ class TaskRunner {
         return;
       }
       case WPass::Fused4:
+#ifdef RBG_X86_FAST
+        if constexpr (std::is_same_v<acc_t, float>) {
+          if (x86::has_avx512())
+            return x86::fused4_rows(out, out_row, in, in_stride, n, table.col.data(), table.w.data(), p_.DW, cl);
+        }
+#endif
         for (int64_t r = 0; r < n; ++r) {
           const acc_t* row = in + r * in_stride;
           for (int64_t i = 0; i < p_.DW; ++i) {
