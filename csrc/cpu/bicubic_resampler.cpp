@@ -1376,7 +1376,7 @@ class TaskRunner {
   // Forward, H first, rows halved along W: both passes at once, one output row at a time (x86::halve_row). With
   // fetch_next each row fetches the source rows that the output row two ahead adds (a whole next task's rows at once,
   // as the two passes fetch, measured 1.1x slower on 4K planes and 1080p RGB channels_last halved, 2 threads: up to
-  // 460 KiB beside the task's own in the 1 MiB L2; the rows of the very next output row, ~1.5x slower on 1080p planes).
+  // 460 KiB beside the task's own in the 1 MiB L2; the rows of the very next output row, 1.3-1.5x slower on 1080p planes).
   void halve(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
 #ifdef RBG_X86_FAST
     if constexpr (std::is_same_v<acc_t, float> && kDirect) {

@@ -1,6 +1,7 @@
 // x86 fast paths of the CPU backend: AVX-512 data movement (tile transposes, masked moves of interleaved
 // channels), AVX2 tile transposes for CPUs without AVX-512, the forward's AVX2 W pass along the output
-// elements and its row combination with non-temporal stores, and F16C conversions. Data movement, exact
+// elements and its row combination with non-temporal stores, both passes in one for rows doubled along both axes or
+// halved along W and the W pass over many interleaved channels (AVX-512), and F16C conversions. Data movement, exact
 // IEEE round-to-nearest-even conversions and the portable loops' arithmetic in their order (no FMA), so
 // they give the same bits as the portable loops of bicubic_resampler.cpp, which the engine uses on other
 // CPUs, without AVX-512 when RBG_CPU_NO_AVX512 is set, and without any of these when RBG_CPU_PORTABLE is
@@ -1062,7 +1063,7 @@ struct HalvePlan {
     int32_t a[16], c[16];
     uint16_t fix_a, fix_c;
   };
-  Phase phase[4] = {};
+  Phase phase[3] = {};
   // The other strips: the first source element loaded, each tap's lane elements among the 48 from it, and the lanes
   // whose element is in the third vector (>= 32): [strip], [strip][tap][16], [strip][tap].
   std::vector<int64_t> edge_origin;
