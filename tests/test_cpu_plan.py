@@ -233,7 +233,8 @@ def test_rows_halved_along_w_fuse_the_passes(shape, size, layout, dtype, align, 
     # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
     plan = _C._cpu_plan(x, *size, True, align)
-    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
+        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
     assert (HALVED in plan) == (fused and avx512), plan
     ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
     ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
