@@ -239,3 +239,19 @@ def test_rows_halved_along_w_fuse_the_passes(shape, size, layout, dtype, align, 
     ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
     ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
     torch.testing.assert_close(ours.float(), ref, atol=1e-5 if dtype == torch.float32 else 2e-2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_halved_rows_read_cropped_rows_in_place(layout):
+    # A crop of a wider image (rows further apart than their width: no fetch ahead) is read where it lies, through the
+    # fused halving when the dense image takes it: the same bits as the dense image.
+    x = make_layout(torch.randn(2, 3, 40, 72), layout)
+    wide = make_layout(torch.zeros(2, 3, 40, 72 + 40), layout)
+    crop = wide[..., 5:77]
+    crop.copy_(x)
+    dense, cropped = _C._cpu_plan(x, 20, 36, True), _C._cpu_plan(crop, 20, 36, True)
+    assert (HALVED in dense) == (HALVED in cropped), (dense, cropped)
+    assert "fetches next rows" not in cropped, cropped
+    ours = [torch.ops.cann.resize_bicubic_v2(t, [20, 36], False, [0.0, 0.0]) for t in (x, crop)]
+    assert torch.equal(ours[0], ours[1])
+    torch.testing.assert_close(ours[0], torch.ops.aten.upsample_bicubic2d(x, [20, 36], False), atol=1e-5, rtol=1e-5)
