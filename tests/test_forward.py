@@ -59,31 +59,25 @@ def test_forward_extreme_ratios(in_hw, out_hw, dtype):
         assert_forward_close(forward(x, out_hw, align), x, out_hw, align)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_forward_nan_inf_positions(dtype, layout):
-    x = torch.randn(2, 4, 9, 11)
-    x[0, 1, 3, 4] = float("nan")
-    x[1, 2, 0, 10] = float("inf")
-    x[1, 3, 8, 0] = -float("inf")
-    x = make_layout(x.to(dtype), layout)
-    for size in [(17, 23), (4, 5), (9, 11), (18, 22)]:  # (18, 22): doubled, the passes fused
-        assert_forward_close(forward(x, size, False), x, size, False)
+NAN_INF_CASES = [
+    # (18, 22): doubled, the passes fused in strips
+    ((9, 11), {(0, 1, 3, 4): "nan", (1, 2, 0, 10): "inf", (1, 3, 8, 0): "-inf"}, [(17, 23), (4, 5), (9, 11), (18, 22)]),
+    # rows of 40 halved along W (float: both passes fused in rows): NaN/inf at a clamped end, inside, and at the strip
+    # boundaries of 16 outputs (elements 31-33 of a row feed outputs 15 and 16)
+    ((9, 40), {(0, 1, 3, 4): "nan", (1, 2, 0, 39): "inf", (1, 3, 8, 0): "-inf", (0, 0, 5, 32): "nan",
+               (1, 0, 2, 31): "inf"}, [(4, 20), (9, 20), (3, 20)]),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_forward_nan_inf_positions_rows_halved(dtype, layout):
-    # Rows of 40 halved along W (float: both passes fused in rows), NaN/inf at a clamped end, inside and at the strip
-    # boundaries of 16 outputs (elements 31-33 of a row feed outputs 15 and 16).
-    x = torch.randn(2, 4, 9, 40)
-    x[0, 1, 3, 4] = float("nan")
-    x[1, 2, 0, 39] = float("inf")
-    x[1, 3, 8, 0] = -float("inf")
-    x[0, 0, 5, 32] = float("nan")
-    x[1, 0, 2, 31] = float("inf")
+@pytest.mark.parametrize("hw, specials, sizes", NAN_INF_CASES)
+def test_forward_nan_inf_positions(dtype, layout, hw, specials, sizes):
+    x = torch.randn(2, 4, *hw)
+    for index, value in specials.items():
+        x[index] = float(value)
     x = make_layout(x.to(dtype), layout)
-    for size in [(4, 20), (9, 20), (3, 20)]:
+    for size in sizes:
         assert_forward_close(forward(x, size, False), x, size, False)
 
 
