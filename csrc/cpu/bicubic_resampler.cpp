@@ -1345,7 +1345,7 @@ class TaskRunner {
   // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
   // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
   void gather_h_first(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy1) {
-    if (p_.halve) return halve(su, u, ob, y0, y1);
+    if (p_.halve) return halve(su, ob, y0, y1);
     const int64_t in_row = p_.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
     acc_t* const ring = sized(scratch_.ring, p_.read_in_place ? 0 : kRingRows * chunk);
     for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
@@ -1377,7 +1377,7 @@ class TaskRunner {
   // fetch_next each row fetches the source rows that the output row two ahead adds (a whole next task's rows at once,
   // as the two passes fetch, measured 1.1x slower on 4K planes and 1080p RGB channels_last halved, 2 threads: up to
   // 460 KiB beside the task's own in the 1 MiB L2; the rows of the very next output row, 1.3-1.5x slower on 1080p planes).
-  void halve(const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
+  void halve(const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
 #ifdef RBG_X86_FAST
     if constexpr (std::is_same_v<acc_t, float> && kDirect) {
       constexpr int64_t kAhead = 2;
@@ -1403,7 +1403,7 @@ class TaskRunner {
       return;
     }
 #endif
-    (void)su, (void)u, (void)ob, (void)y0, (void)y1;
+    (void)su, (void)ob, (void)y0, (void)y1;
     TORCH_INTERNAL_ASSERT(false, "halve planned without its kernel");
   }
 

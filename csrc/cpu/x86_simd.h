@@ -1171,7 +1171,7 @@ __attribute__((target("avx512f"))) inline bool halve_row_cl(float* out, const fl
     ww[k] = _mm512_set1_ps(p.w[k]);
   }
   // The plan's fields as locals: the stores may alias anything, so fields would be read again after each.
-  const int64_t s_lo = p.s_lo, s_hi = p.s_hi, in_len = p.in_len, out_len = p.out_len;
+  const int64_t s_lo = p.s_lo, s_hi = p.s_hi, out_len = p.out_len;
   const int64_t strips = (out_len + 15) / 16;
   const HalvePlan::Phase* const phase = p.phase;
   __m512i carry = _mm512_setzero_si512();
@@ -1225,8 +1225,8 @@ __attribute__((target("avx512f"))) inline bool halve_row(float* out, const float
 // ---- the forward's W pass over rows of many interleaved channels (AVX-512) ---------------------------------------
 
 // Rows of cl >= 8 interleaved channels (fused4): output position i of each of the rows from its four source positions'
-// channels, ((a w0 + b w1) + c w2) + d w3 (combine4's order, the same bits), 16 channels per vector and the last under
-// a mask. Inline over a whole row: combine4 called per position (64 channels: four vectors) spent most of its time in
+// channels, h_sums16's ((a w0 + b w1) + c w2) + d w3 (combine4's order, the same bits), 16 channels per vector and the
+// last under a mask. Inline over a whole row: combine4 called per position (64 channels: four vectors) spent most of its time in
 // the call (~90 cycles a position; 8x64x56x56 channels_last doubled, one thread: W pass ~1.1 of 1.9 ms).
 __attribute__((target("avx512f"))) inline void fused4_rows(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const int64_t* col,
@@ -1237,22 +1237,13 @@ __attribute__((target("avx512f"))) inline void fused4_rows(float* out, int64_t o
     const float* row = in + r * in_stride;
     float* o = out + r * out_stride;
     for (int64_t i = 0; i < n_out; ++i, o += cl) {
-      const float *a = row + col[4 * i] * cl, *b = row + col[4 * i + 1] * cl, *c = row + col[4 * i + 2] * cl,
-                  *d = row + col[4 * i + 3] * cl;
-      const __m512 w0 = _mm512_set1_ps(w[4 * i]), w1 = _mm512_set1_ps(w[4 * i + 1]), w2 = _mm512_set1_ps(w[4 * i + 2]),
-                   w3 = _mm512_set1_ps(w[4 * i + 3]);
+      const float* const taps[4] = {row + col[4 * i] * cl, row + col[4 * i + 1] * cl, row + col[4 * i + 2] * cl,
+                                    row + col[4 * i + 3] * cl};
+      const __m512 wv[4] = {_mm512_set1_ps(w[4 * i]), _mm512_set1_ps(w[4 * i + 1]), _mm512_set1_ps(w[4 * i + 2]),
+                            _mm512_set1_ps(w[4 * i + 3])};
       int64_t e = 0;
-      for (; e < whole; e += 16) {
-        __m512 acc = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(a + e), w0), _mm512_mul_ps(_mm512_loadu_ps(b + e), w1));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(c + e), w2));
-        _mm512_storeu_ps(o + e, _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(d + e), w3)));
-      }
-      if (e < cl) {
-        __m512 acc = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, a + e), w0),
-                                   _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, b + e), w1));
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, c + e), w2));
-        _mm512_mask_storeu_ps(o + e, tail, _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, d + e), w3)));
-      }
+      for (; e < whole; e += 16) _mm512_storeu_ps(o + e, h_sums16(taps, e, wv));
+      if (e < cl) _mm512_mask_storeu_ps(o + e, tail, h_sums16_masked(taps, e, wv, tail));
     }
   }
 }
