@@ -105,7 +105,8 @@ PYBIND11_MODULE(_C, m) {
       [](const at::Tensor& grads, const std::vector<int64_t>& image_shape, const std::string& data_format,
          bool align_corners, const std::vector<double>& scales, int64_t core_num, bool deterministic,
          bool force_idx64, bool check_races, std::optional<uint64_t> order_seed, bool omit_sync,
-         const std::map<std::string, int64_t>& tiling_overrides) {
+         const std::map<std::string, int64_t>& tiling_overrides, std::optional<int64_t> device_cores,
+         const std::map<int64_t, int>& declared_phases, int64_t bound_divisor) {
         rbg::TilingInput in = tiling_input(grads.sizes().vec(), image_shape, rbg::to_dtype(grads.scalar_type()),
                                            std::string(c10::toString(grads.scalar_type())), data_format,
                                            align_corners, scales, core_num, deterministic);
@@ -115,6 +116,10 @@ PYBIND11_MODULE(_C, m) {
         options.order_seed = order_seed;
         options.omit_sync = omit_sync;
         options.tiling_overrides = tiling_overrides;
+        options.device_cores = device_cores;
+        options.declared_phases = declared_phases;
+        TORCH_CHECK_VALUE(bound_divisor >= 1 && bound_divisor <= 2048, "_bound_divisor must be in [1, 2048]");
+        options.bound_divisor = static_cast<uint32_t>(bound_divisor);
         rbg::TilingResult r;
         rbg::emu::Emulation e = rbg::emu::emulate(grads, in, r, options);
         std::vector<std::tuple<int64_t, int64_t, int64_t>> work;

@@ -1,8 +1,8 @@
 """The PyTorch NPU path executed: on the emulated NPU device (torch_resize_bicubic.testing.emulated_npu), the real
-PrivateUse1 glue of csrc/npu/ validates, plans CANN's tiling, puts TilingData and workspace in device memory and
-launches the kernel bodies (race-checked) for every 32-bit-index key; autograd reaches it from resize_bicubic; a
-conv model trains on it. The 64-bit-index keys need more than 2^32 elements: they stay on the emulator's
-force_idx64 (tests/test_npu_emulator.py)."""
+PrivateUse1 glue of csrc/npu/ validates, plans CANN's tiling, puts the workspace in device memory and launches the
+kernel bodies (race-checked) with the TilingData by value, for every 32-bit-index key, costing the host no copy and
+no synchronisation; autograd reaches it from resize_bicubic; a conv model trains on it. The 64-bit-index keys need
+more than 2^32 elements: they stay on the emulator's force_idx64 (tests/test_npu_emulator.py)."""
 import subprocess
 import sys
 
@@ -60,6 +60,45 @@ def test_every_key_through_the_glue(shape, image_hw, deterministic, key, dtype, 
         assert torch.equal(y, g)
     else:
         assert_matches_reference(y.contiguous(), g, image_hw, False)
+
+
+def _costs(run):
+    before = emulated_npu.counters()
+    run()
+    after = emulated_npu.counters()
+    return {k: after[k] - before[k] for k in after}
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["scatter", "gather"])
+def test_one_backward_costs_the_host_no_copy_and_no_sync(deterministic):
+    # The TilingData goes with the launch, by value: a backward is one launch, with no host->device copy (torch_npu
+    # synchronises the stream before a pageable one) and no synchronisation.
+    g = torch.randn(2, 3, 16, 16, device="npu")
+    image = torch.empty(2, 3, 8, 8, device="npu")
+    torch.use_deterministic_algorithms(deterministic)
+    assert _costs(lambda: trb.resize_bicubic_v2_grad(g, image)) == {"h2d_copies": 0, "d2h_copies": 0, "syncs": 0,
+                                                                    "launches": 1}
+    x = torch.randn(1, 2, 6, 6, device="npu", requires_grad=True)
+    y = trb.resize_bicubic(x, scale_factor=2.0)
+    gy = torch.randn(y.shape, device="npu")
+    assert _costs(lambda: y.backward(gy)) == {"h2d_copies": 0, "d2h_copies": 0, "syncs": 0, "launches": 1}
+
+
+@pytest.mark.parametrize("action, expected", [
+    (lambda x, d: x.to("npu"), {"h2d_copies": 1, "syncs": 1}),
+    (lambda x, d: x.to("npu", non_blocking=True), {"h2d_copies": 1}),
+    (lambda x, d: d.cpu(), {"d2h_copies": 1, "syncs": 1}),
+    (lambda x, d: d[0, 0].item(), {"d2h_copies": 1, "syncs": 1}),
+    (lambda x, d: torch.npu.synchronize(), {"syncs": 1}),
+    (lambda x, d: torch.accelerator.synchronize(), {"syncs": 1}),
+    (lambda x, d: d * 2, {}),  # a device op (here PyTorch's CPU fallback on the device's memory): nothing moves
+], ids=["h2d", "h2d-non-blocking", "d2h", "item", "synchronize", "device-synchronize", "device-op"])
+def test_the_counters_count_what_costs_the_host(action, expected):
+    # The counters are not stuck at zero: each way of costing the host counts once.
+    x = torch.randn(4, 4)
+    d = x.to("npu")
+    costs = _costs(lambda: action(x, d))
+    assert costs == {"h2d_copies": 0, "d2h_copies": 0, "syncs": 0, "launches": 0, **expected}
 
 
 def test_split_k_workspace_is_the_partials_only():

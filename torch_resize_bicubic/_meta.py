@@ -83,8 +83,9 @@ _lib = torch.library.Library("cann", "IMPL")  # kept alive: holds the Autograd r
 
 
 def _shape_only(like: torch.Tensor, shape) -> torch.Tensor:
-    """A tensor of `shape` that costs no memory: the grad ops read only the shape of original_image."""
-    return like.new_zeros(()).expand(tuple(shape))
+    """A tensor of `shape` that costs no memory and no device work (no fill): the grad ops read only the shape of
+    original_image."""
+    return like.new_empty(()).expand(tuple(shape))
 
 
 def _scales(scales_h, scales_w) -> list:

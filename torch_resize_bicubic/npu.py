@@ -131,9 +131,11 @@ def npu_core_work(grads: torch.Tensor, image_shape: Sequence[int], **kwargs) -> 
 
 def _emulate(grads, image_shape, *, align_corners=False, scales=(0.0, 0.0), data_format="NCHW", core_num=64,
              deterministic=False, force_idx64=False, check_races=True, order_seed=None, _omit_sync=False,
-             _tiling_overrides=None):
-    """The emulator itself. ``_omit_sync`` and ``_tiling_overrides`` plant faults (a missing SyncAll, a bad
-    plan) so that the tests can show the race check catching them."""
+             _tiling_overrides=None, _device_cores=None, _declared_phases=None, _bound_divisor=1):
+    """The emulator itself. The underscored arguments plant faults so that the tests can show the checks catching
+    them: ``_omit_sync`` (a missing SyncAll), ``_tiling_overrides`` (a bad plan), ``_device_cores`` (a device with
+    fewer cores than the plan's blocks), ``_declared_phases`` ({key: phases} other than the kernel's) and
+    ``_bound_divisor`` (every VF's LAUNCH_BOUND divided: launches above it)."""
     if not isinstance(grads, torch.Tensor):
         raise TypeError(f"grads must be a torch.Tensor, got {type(grads).__name__}")
     if grads.device.type != "cpu":
@@ -145,5 +147,8 @@ def _emulate(grads, image_shape, *, align_corners=False, scales=(0.0, 0.0), data
     y, key, block_dim, workspace, fields, work = _C.emulate_npu_kernel(
         grads, _shape(image_shape, "image_shape"), str(data_format), bool(align_corners), _float32_scales(scales),
         _int(core_num, "core_num"), bool(deterministic), bool(force_idx64), bool(check_races), order_seed,
-        bool(_omit_sync), {str(k): _int(v, k) for k, v in (_tiling_overrides or {}).items()})
+        bool(_omit_sync), {str(k): _int(v, k) for k, v in (_tiling_overrides or {}).items()},
+        None if _device_cores is None else _int(_device_cores, "_device_cores"),
+        {_int(k, "_declared_phases"): _int(v, "_declared_phases") for k, v in (_declared_phases or {}).items()},
+        _int(_bound_divisor, "_bound_divisor"))
     return y, _tiling_from(key, block_dim, workspace, fields), work

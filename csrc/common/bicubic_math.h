@@ -68,8 +68,8 @@ inline acc_t area_pixel_scale(int64_t in, int64_t out, bool align_corners, doubl
 
 // Real (unclamped) source coordinate of destination index `dst`. Negative values are kept on purpose:
 // the cubic taps and weights depend on them.
-template <typename acc_t>
-RBG_FUNC acc_t source_index(acc_t scale, int64_t dst, bool align_corners) {
+template <typename acc_t, typename idx_t = int64_t>
+RBG_FUNC acc_t source_index(acc_t scale, idx_t dst, bool align_corners) {
   const acc_t half = static_cast<acc_t>(0.5);
   return align_corners ? scale * static_cast<acc_t>(dst)
                        : scale * (static_cast<acc_t>(dst) + half) - half;
@@ -80,15 +80,32 @@ RBG_FUNC acc_t source_index(acc_t scale, int64_t dst, bool align_corners) {
 // same index on purpose, without undefined behaviour, so both directions pick exactly PyTorch's taps.
 constexpr int64_t kIndexOverflow = -9223372036854775807LL - 1;  // INT64_MIN
 
+// The tap indices of one axis are idx_t: int64_t on the host and on the NPU's 64-bit-index keys, int32_t on its
+// 32-bit keys (every length < 2^31 there), as CANN's kernels have them. Each width has its overflow index, the
+// type's minimum; both give every tap the same positions and weights.
+template <typename idx_t>
+RBG_FUNC idx_t index_overflow() {
+  return sizeof(idx_t) == 8 ? static_cast<idx_t>(kIndexOverflow) : static_cast<idx_t>(-2147483647 - 1);
+}
+
 // i0 = min(int64(floor(real)), in - 1) and t = clamp(real - i0, 0, 1), exactly as PyTorch's
-// guard_index_and_lambda (an out-of-range floor becomes kIndexOverflow, and then t = 1).
-template <typename acc_t>
-RBG_FUNC void index_and_lambda(acc_t real, int64_t in, int64_t& i0, acc_t& t) {
+// guard_index_and_lambda (an out-of-range floor becomes the overflow index, and then t = 1).
+template <typename acc_t, typename idx_t = int64_t>
+RBG_FUNC void index_and_lambda(acc_t real, idx_t in, idx_t& i0, acc_t& t) {
   const acc_t floored = static_cast<acc_t>(RBG_FLOOR_TO_FLOAT(real));
-  const acc_t limit = static_cast<acc_t>(9223372036854775808.0);  // 2^63
-  const int64_t index = (floored < limit && floored >= -limit) ? static_cast<int64_t>(floored) : kIndexOverflow;
-  const int64_t last = in - 1;
-  i0 = index < last ? index : last;
+  const acc_t int64_limit = static_cast<acc_t>(9223372036854775808.0);  // 2^63
+  const acc_t idx_limit = sizeof(idx_t) == 8 ? int64_limit : static_cast<acc_t>(2147483648.0);  // 2^31
+  const idx_t last = in - 1;
+  if (!(floored < int64_limit && floored >= -int64_limit)) {
+    i0 = index_overflow<idx_t>();  // PyTorch's out-of-range (or NaN) int64 conversion
+  } else if (floored >= idx_limit) {
+    i0 = last;  // 32-bit taps only: the floor is at least 2^31 > in - 1
+  } else if (floored < -idx_limit) {
+    i0 = index_overflow<idx_t>();  // 32-bit taps only; unreachable: every scale is >= 0, so real >= -0.5
+  } else {
+    const idx_t index = static_cast<idx_t>(floored);
+    i0 = index < last ? index : last;
+  }
   const acc_t frac = real - static_cast<acc_t>(i0);
   const acc_t zero = static_cast<acc_t>(0);
   const acc_t one = static_cast<acc_t>(1);
@@ -98,32 +115,36 @@ RBG_FUNC void index_and_lambda(acc_t real, int64_t in, int64_t& i0, acc_t& t) {
 }
 
 // Tap k (0..3) of a destination whose floor index is i0, clamped to [0, in - 1] (replicated border).
-// For kIndexOverflow every tap is 0, as in PyTorch's forward.
-RBG_FUNC int64_t clamp_tap(int64_t i0, int k, int64_t in) {
-  if (i0 == kIndexOverflow) return 0;
-  const int64_t i = i0 - 1 + k;
-  return i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+// For the overflow index every tap is 0, as in PyTorch's forward. i0 - 1 + k is compared before it is
+// formed, so that a 32-bit tap of an axis of 2^31 - 1 cannot overflow.
+template <typename idx_t>
+RBG_FUNC idx_t clamp_tap(idx_t i0, int k, idx_t in) {
+  if (i0 == index_overflow<idx_t>()) return 0;
+  const idx_t step = static_cast<idx_t>(k - 1);
+  if (i0 < -step) return 0;
+  if (i0 > in - 1 - step) return in - 1;
+  return i0 + step;
 }
 
 // The same for the gradient: PyTorch's backward computes i0 - 1 with wrap-around, so for kIndexOverflow
 // tap 0 (weight 0) lands on in - 1 and the others on 0. It matters only for where a NaN/inf spreads.
 RBG_FUNC int64_t clamp_grad_tap(int64_t i0, int k, int64_t in) {
   if (i0 == kIndexOverflow) return k == 0 ? in - 1 : 0;
-  return clamp_tap(i0, k, in);
+  return clamp_tap<int64_t>(i0, k, in);
 }
 
 // Everything one destination index contributes along one axis: the floor index and four weights.
-template <typename acc_t>
+template <typename acc_t, typename idx_t = int64_t>
 struct AxisTaps {
-  int64_t i0;
+  idx_t i0;
   acc_t w[4];
 };
 
-template <typename acc_t>
-RBG_FUNC AxisTaps<acc_t> axis_taps(acc_t scale, int64_t dst, int64_t in, bool align_corners) {
-  AxisTaps<acc_t> taps;
+template <typename acc_t, typename idx_t = int64_t>
+RBG_FUNC AxisTaps<acc_t, idx_t> axis_taps(acc_t scale, idx_t dst, idx_t in, bool align_corners) {
+  AxisTaps<acc_t, idx_t> taps;
   acc_t t;
-  index_and_lambda<acc_t>(source_index<acc_t>(scale, dst, align_corners), in, taps.i0, t);
+  index_and_lambda<acc_t, idx_t>(source_index<acc_t, idx_t>(scale, dst, align_corners), in, taps.i0, t);
   cubic_coefficients<acc_t>(taps.w, t);
   return taps;
 }

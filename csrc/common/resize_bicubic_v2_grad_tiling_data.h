@@ -16,7 +16,19 @@ enum TilingKey : int64_t {
   kKeyAllCopy = 30000,
 };
 
-// Threads per core of the SIMT VFs; the split-K segment count depends on it and "must match kernel".
+// The phases of each key's kernel, the one table the device entry (a SyncAll between two phases, none for one),
+// the direct launch (batch schedule mode where there is a SyncAll) and the launch emulator (which checks that the
+// kernel works in exactly these phases) read. 0: not a key.
+constexpr int key_phases(int64_t key) {
+  return key == kKeySimtIdx32 || key == kKeySimtIdx64 || key == kKeyDetermineSplitKIdx32 ||
+                 key == kKeyDetermineSplitKIdx64
+             ? 2
+         : key == kKeyDetermineIdx32 || key == kKeyDetermineIdx64 || key == kKeyAllCopy ? 1
+                                                                                         : 0;
+}
+
+// Threads per launch of each VF family and index width (ops-cv's values; each VF declares its own as its
+// LAUNCH_BOUND). The split-K segment count depends on the determine ones and "must match kernel".
 constexpr int64_t kSimtThreadsIdx32 = 1024;
 constexpr int64_t kSimtThreadsIdx64 = 512;
 constexpr int64_t kDetermineThreadsIdx32 = 512;
@@ -43,6 +55,18 @@ struct ResizeBicubicV2GradSimtDetermineTilingData {
 // Key 30000.
 struct ResizeBicubicV2GradAllCopyTilingData {
   int64_t useCoreNum, coreFactor, coreTailFactor, ubFactor;
+};
+
+// What the direct-launch entry takes by value as its last kernel argument (no device copy of the TilingData):
+// the key and its TilingData.
+union KernelTilingData {
+  ResizeBicubicV2GradSimtTilingData simt;
+  ResizeBicubicV2GradSimtDetermineTilingData determine;
+  ResizeBicubicV2GradAllCopyTilingData all_copy;
+};
+struct LaunchTiling {
+  int64_t key;
+  KernelTilingData data;
 };
 
 }  // namespace rbg

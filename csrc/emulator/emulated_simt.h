@@ -32,11 +32,38 @@ inline thread_local ThreadIndex current_thread;
 inline thread_local int64_t current_core = 0;
 inline thread_local int64_t vf_launches = 0;          // numbers the VF launches, so each has its own id
 inline thread_local std::mt19937_64* order_rng = nullptr;  // set: threads of a VF run in a shuffled order
+inline thread_local uint32_t bound_divisor = 1;       // testing the bound check: every declared bound / this
+
+// The host return type of a VF declared RBG_SIMT_VF(bound) (op_kernel/kernel_compat.h): its LAUNCH_BOUND, which
+// CANN allows from 1 to 2048 threads.
+template <int64_t kBound>
+struct VfBound {
+  static_assert(kBound >= 1 && kBound <= 2048, "LAUNCH_BOUND must be in [1, 2048]");
+  static constexpr int64_t value = kBound;
+};
+
+template <typename F>
+struct VfSignature;
+template <int64_t kBound, typename... Params>
+struct VfSignature<VfBound<kBound> (*)(Params...)> {
+  static constexpr int64_t bound = kBound;
+  // A VF's arguments must have exactly its parameters' types (no conversion on the way into the SIMT unit).
+  template <typename... Args>
+  static constexpr bool exact = (std::is_same_v<std::decay_t<Args>, Params> && ...);
+};
 
 // A SIMT VF launch: every thread of the block runs the body, one after the other (in a shuffled order when
-// order_rng is set).
+// order_rng is set). A launch with more threads than the VF's declared bound is refused, as CANN requires.
 template <auto fn, typename... Args>
 void vf_call(uint32_t threads, Args... args) {
+  using Signature = VfSignature<decltype(fn)>;
+  static_assert(Signature::template exact<Args...>, "a VF argument's type differs from its parameter's");
+  const int64_t bound = Signature::bound / bound_divisor;
+  if (threads < 1 || threads > bound) {
+    throw std::runtime_error("emulator: a VF launched with " + std::to_string(threads) +
+                             " threads, outside its LAUNCH_BOUND of [1, " + std::to_string(bound) + "] (core " +
+                             std::to_string(current_core) + ")");
+  }
   ++vf_launches;
   std::vector<uint32_t> order(threads);
   std::iota(order.begin(), order.end(), 0u);

@@ -1,12 +1,11 @@
 // PrivateUse1 (NPU) implementations of the cann ops: shared validation, CANN's tiling on the host (core count
-// from the device, deterministic flag from PyTorch), tiling data and workspace as device tensors, launch on the
-// device's current stream. The device runtime is behind npu/npu_runtime.h: this file is compiled twice, into the
-// torch_npu build (_npu, with npu_runtime_torch_npu.cpp; CI compile-checks it against the torch_npu wheel's headers)
-// and into the emulated NPU device of torch_resize_bicubic.testing (csrc/testing/), which runs it.
+// from the device, deterministic flag from PyTorch), the workspace as a device tensor, the TilingData by value with
+// the launch on the device's current stream (no host-to-device copy, no synchronisation). The device runtime is
+// behind npu/npu_runtime.h: this file is compiled twice, into the torch_npu build (_npu, with
+// npu_runtime_torch_npu.cpp; CI compile-checks it against the torch_npu wheel's headers) and into the emulated NPU
+// device of torch_resize_bicubic.testing (csrc/testing/), which runs it.
 #include <ATen/ATen.h>
 #include <torch/library.h>
-
-#include <cstring>
 
 #include "npu/npu_runtime.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
@@ -54,19 +53,17 @@ at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool alig
   in.deterministic = at::globalContext().deterministicAlgorithms();
   const TilingResult tiling = checked([&] { return compute_tiling(in); });
 
-  at::Tensor host_tiling =
-      at::empty({static_cast<int64_t>(tiling.data_size())}, at::TensorOptions().dtype(at::kByte));
-  std::memcpy(host_tiling.data_ptr(), tiling.data(), tiling.data_size());
-  at::Tensor dev_tiling = host_tiling.to(grads.device());
+  // CANN's tiling never plans more blocks than cores; a SyncAll key would hang if it did.
+  TORCH_CHECK(tiling.block_dim >= 1 && tiling.block_dim <= in.core_num, "ResizeBicubicV2Grad: block dim ",
+              tiling.block_dim, " outside the device's ", in.core_num, " vector cores");
   // Only the user workspace (the split-K partials, float): the direct launch needs no system part (see
-  // npu_runtime_torch_npu.cpp). None at all for the other plans.
+  // npu_runtime_torch_npu.cpp). None at all for the other plans. The TilingData goes by value with the launch.
   at::Tensor workspace = at::empty({tiling.workspace_size / static_cast<int64_t>(sizeof(float))},
                                    grads.options().dtype(at::kFloat).memory_format(at::MemoryFormat::Contiguous));
 
-  launch(KernelArgs{static_cast<uint32_t>(tiling.block_dim), tiling.tiling_key, kernel_dtype(grads.scalar_type()),
-                    grads.const_data_ptr(), out.data_ptr(),
-                    workspace.numel() ? workspace.data_ptr() : nullptr, workspace.nbytes(),
-                    dev_tiling.const_data_ptr()});
+  launch(KernelArgs{static_cast<uint32_t>(tiling.block_dim), kernel_dtype(grads.scalar_type()),
+                    grads.const_data_ptr(), out.data_ptr(), workspace.numel() ? workspace.data_ptr() : nullptr,
+                    static_cast<int64_t>(workspace.nbytes()), tiling.launch_tiling()});
   return out;
 }
 

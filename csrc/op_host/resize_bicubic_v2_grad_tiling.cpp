@@ -259,6 +259,19 @@ const void* TilingResult::data() const {
   return &determine;
 }
 
+LaunchTiling TilingResult::launch_tiling() const {
+  LaunchTiling t{};
+  t.key = tiling_key;
+  if (is_all_copy()) {
+    t.data.all_copy = all_copy;
+  } else if (is_simt()) {
+    t.data.simt = simt;
+  } else {
+    t.data.determine = determine;
+  }
+  return t;
+}
+
 size_t TilingResult::data_size() const {
   if (is_all_copy()) return sizeof(all_copy);
   if (is_simt()) return sizeof(simt);

@@ -48,6 +48,8 @@ struct TilingResult {
   // The chosen TilingData struct as the kernel reads it: its bytes and their count.
   const void* data() const;
   size_t data_size() const;
+  // The key and its struct as the direct-launch entry takes them, by value.
+  LaunchTiling launch_tiling() const;
   // The chosen struct's fields under CANN's names, in declaration order (floats as double).
   std::vector<std::pair<std::string, double>> fields() const;
   // Replaces an integer field of the chosen struct (the emulator's race-check tests plant bad plans with it).

@@ -1,6 +1,11 @@
 // The few things a kernel body needs from Ascend C, so that the same body compiles with bisheng for the
 // NPU (RBG_ASCENDC defined by the CANN build) and as plain C++ for the host launch emulator.
 // Nothing else of the Ascend C library is emulated: kernels use only these names.
+//
+// A VF is declared `RBG_SIMT_VF(bound) name(params) { ...; RBG_VF_RETURN; }`: `bound` is its LAUNCH_BOUND, the
+// most threads one launch of it may have (it also sets how many registers each thread gets). On the device the
+// VF returns void; on the host its return type carries the bound to the emulator, which refuses a launch with
+// more threads, so the VF ends with RBG_VF_RETURN (host g++ rejects a VF without it: -Werror=return-type).
 #pragma once
 
 #if defined(RBG_ASCENDC)
@@ -18,7 +23,8 @@ using namespace __asc_simt_vf;
 
 #define RBG_GM __gm__
 #define RBG_AICORE __aicore__ inline
-#define RBG_SIMT_VF(threads) __simt_vf__ __aicore__ LAUNCH_BOUND(threads) inline
+#define RBG_SIMT_VF(bound) __simt_vf__ __aicore__ LAUNCH_BOUND(bound) inline void
+#define RBG_VF_RETURN return
 #define RBG_FUNC __simt_callee__ __aicore__ inline __attribute__((always_inline))
 #define RBG_FLOOR_TO_FLOAT(x) floorf(static_cast<float>(x))
 #define RBG_VF_CALL(fn, threads, ...) asc_vf_call<fn>(dim3(threads), __VA_ARGS__)
@@ -39,7 +45,8 @@ using rbg_bf16 = bfloat16_t;
 
 #define RBG_GM
 #define RBG_AICORE inline
-#define RBG_SIMT_VF(threads) inline
+#define RBG_SIMT_VF(bound) inline ::rbg::emu::VfBound<(bound)>
+#define RBG_VF_RETURN return {}
 #define RBG_THREAD_IDX (::rbg::emu::current_thread.x)
 #define RBG_BLOCK_DIM (::rbg::emu::current_thread.dim)
 #define RBG_VF_CALL(fn, threads, ...) ::rbg::emu::vf_call<fn>((threads), __VA_ARGS__)

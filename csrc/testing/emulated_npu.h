@@ -27,6 +27,16 @@ struct LaunchRecord {
 };
 std::vector<LaunchRecord> launches();
 void clear_launches();
-void record_launch(LaunchRecord r);
+void record_launch(LaunchRecord r);  // also counts a launch
+
+// What the device has cost the host since the library loaded (enable()): copies between host and device memory,
+// synchronisations with the device (of a stream, an event or the device, and every blocking host<->device copy,
+// which torch_npu makes wait for the stream), and kernel launches.
+struct HostCosts {
+  int64_t h2d_copies = 0, d2h_copies = 0, syncs = 0, launches = 0;
+};
+enum class HostCost { H2DCopy, D2HCopy, Sync, Launch };
+void count(HostCost cost);
+HostCosts counters();
 
 }  // namespace rbg::testing

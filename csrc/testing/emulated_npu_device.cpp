@@ -97,9 +97,9 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   bool queryEvent(void*) const override { return true; }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override {}
-  void synchronizeEvent(void*) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void synchronizeStream(const c10::Stream&) const override { count(HostCost::Sync); }
+  void synchronizeEvent(void*) const override { count(HostCost::Sync); }
+  void synchronizeDevice(const c10::DeviceIndex) const override { count(HostCost::Sync); }
   static void check(c10::Device d) {
     TORCH_CHECK(d.type() == kNpu && (d.index() == 0 || d.index() == -1), "emulated NPU: no device ", d,
                 " (there is one, npu:0)");
@@ -206,7 +206,19 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(empty), 0, {0}, {});
 }
 
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
+// Set while PyTorch's CPU fallback runs an op on the host memory: its copies stand for a device kernel, which costs
+// the host nothing, and are not counted.
+thread_local int in_cpu_fallback = 0;
+
+// Counted as torch_npu's copies cost the host: between host and device memory, a copy that is not non_blocking
+// waits for the stream.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const bool counted = in_cpu_fallback == 0;
+  const bool h2d = counted && self.device().type() != kNpu && dst.device().type() == kNpu;
+  const bool d2h = counted && self.device().type() == kNpu && dst.device().type() != kNpu;
+  if (h2d) count(HostCost::H2DCopy);
+  if (d2h) count(HostCost::D2HCopy);
+  if ((h2d || d2h) && !non_blocking) count(HostCost::Sync);
   host_view(dst).copy_(host_view(self));
   return dst;
 }
@@ -220,7 +232,11 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
-at::Scalar local_scalar_dense(const at::Tensor& self) { return at::_local_scalar_dense(host_view(self)); }
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  count(HostCost::D2HCopy);  // .item(): a blocking read of device memory
+  count(HostCost::Sync);
+  return at::_local_scalar_dense(host_view(self));
+}
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
@@ -244,7 +260,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   return {to_device(gi), to_device(gw), to_device(gb)};
 }
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { at::native::cpu_fallback(op, stack); }
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  struct Depth {
+    Depth() { ++in_cpu_fallback; }
+    ~Depth() { --in_cpu_fallback; }
+  } depth;
+  at::native::cpu_fallback(op, stack);
+}
 
 }  // namespace
 }  // namespace rbg::testing

@@ -22,4 +22,14 @@ PYBIND11_MODULE(_emulated_npu, m) {
     }
     return out;
   });
+  m.def("synchronize", [] { rbg::testing::count(rbg::testing::HostCost::Sync); });
+  m.def("counters", [] {
+    const rbg::testing::HostCosts c = rbg::testing::counters();
+    pybind11::dict d;
+    d["h2d_copies"] = c.h2d_copies;
+    d["d2h_copies"] = c.d2h_copies;
+    d["syncs"] = c.syncs;
+    d["launches"] = c.launches;
+    return d;
+  });
 }

@@ -1,8 +1,9 @@
 // The emulated side of the glue's runtime seam (npu/npu_runtime.h): the core count given to enable(), and a launch
 // that runs the kernel bodies through the launch emulator on the device's own memory, with the race check on. Each
-// buffer's bound comes from the emulated allocator, and the TilingData is read from the device copy the glue made.
+// buffer's bound comes from the emulated allocator; the TilingData comes by value with the launch, as on the device.
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "emulator/npu_emulator.h"
@@ -28,8 +29,20 @@ void clear_launches() {
   launch_log.clear();
 }
 void record_launch(LaunchRecord r) {
+  count(HostCost::Launch);
   std::lock_guard<std::mutex> lock(launches_mutex);
   launch_log.push_back(std::move(r));
+}
+
+namespace {
+std::atomic<int64_t> cost_counts[4];
+}  // namespace
+
+void count(HostCost cost) { ++cost_counts[static_cast<int>(cost)]; }
+
+HostCosts counters() {
+  auto n = [](HostCost c) { return cost_counts[static_cast<int>(c)].load(); };
+  return {n(HostCost::H2DCopy), n(HostCost::D2HCopy), n(HostCost::Sync), n(HostCost::Launch)};
 }
 
 }  // namespace rbg::testing
@@ -48,14 +61,14 @@ void launch(const KernelArgs& a) {
   }
   const int64_t element = dtype == at::kFloat ? 4 : 2;
   const size_t grads_bytes = testing::device_bytes_from(a.grads), y_bytes = testing::device_bytes_from(a.y);
-  TORCH_CHECK(grads_bytes > 0 && y_bytes > 0 && testing::device_bytes_from(a.tiling) > 0,
-              "emulated NPU: a kernel argument is not in device memory");
-  TORCH_CHECK(a.workspace == nullptr || testing::device_bytes_from(a.workspace) >= static_cast<size_t>(a.workspace_bytes),
+  TORCH_CHECK(grads_bytes > 0 && y_bytes > 0, "emulated NPU: a kernel argument is not in device memory");
+  TORCH_CHECK(a.workspace == nullptr ||
+                  testing::device_bytes_from(a.workspace) >= static_cast<size_t>(a.workspace_bytes),
               "emulated NPU: the workspace is smaller than the launch says");
-  testing::record_launch({a.tiling_key, a.block_dim, a.workspace_bytes, name});
-  emu::KernelLaunch k{a.tiling_key,
+  testing::record_launch({a.tiling.key, a.block_dim, a.workspace_bytes, name});
+  emu::KernelLaunch k{a.tiling,
                       a.block_dim,
-                      a.tiling,
+                      testing::core_num(),
                       dtype,
                       a.grads,
                       static_cast<int64_t>(grads_bytes) / element,

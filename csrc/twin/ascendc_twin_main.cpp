@@ -4,7 +4,8 @@
 // half/bfloat16_t classes). Built by tools/build_twin.sh, driven by tests/test_npu_twin.py.
 //
 // What this program stands in for: the launch (GetBlockIdx, SyncAll and tiling-key dispatch do not run in
-// CPU-debug mode), so it sets block_idx/block_num and runs every core of one phase before the next.
+// CPU-debug mode), so it copies the TilingData out of memory as the op-package entry does (load_tiling), sets
+// block_idx/block_num and runs every core of each of the key's phases before the next.
 //
 //   rbg_twin DTYPE FORMAT ALIGN SCALE_H SCALE_W CORE_NUM DETERMINISTIC FORCE_IDX64 G0 G1 G2 G3 I0 I1 I2 I3 IN OUT
 // DTYPE: float32 | float16 | bfloat16; shapes in storage order; IN holds grads, OUT receives y (raw bytes).
@@ -38,12 +39,22 @@ int run(const rbg::TilingResult& tiling, const std::vector<char>& grads_bytes, i
   std::vector<T> y(static_cast<size_t>(y_count), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> workspace(static_cast<size_t>(tiling.workspace_size) / sizeof(float),
                                std::numeric_limits<float>::quiet_NaN());
-  const auto* data = static_cast<const uint8_t*>(tiling.data());
+  // The TilingData as the op-package entry reads it: bytes in (global) memory, copied into the core's own struct.
+  const auto* bytes = static_cast<const uint8_t*>(tiling.data());
+  rbg::LaunchTiling launch{};
+  launch.key = tiling.tiling_key;
+  if (tiling.is_all_copy()) {
+    rbg::kernel::load_tiling(bytes, launch.data.all_copy);
+  } else if (tiling.is_simt()) {
+    rbg::kernel::load_tiling(bytes, launch.data.simt);
+  } else {
+    rbg::kernel::load_tiling(bytes, launch.data.determine);
+  }
   block_num = tiling.block_dim;
-  for (int phase = 0; phase < rbg::kernel::kMaxPhases; ++phase) {  // SyncAll between phases
+  for (int phase = 0; phase < rbg::key_phases(launch.key); ++phase) {  // SyncAll between phases
     for (int64_t block = 0; block < tiling.block_dim; ++block) {
       block_idx = block;
-      rbg::kernel::run_phase<T>(tiling.tiling_key, phase, block, data, grads.data(), y.data(),
+      rbg::kernel::run_phase<T>(phase, block, launch, grads.data(), y.data(),
                                 workspace.empty() ? nullptr : workspace.data());
     }
   }

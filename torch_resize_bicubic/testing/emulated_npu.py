@@ -6,10 +6,11 @@ project's real NPU glue (csrc/npu/) runs its kernels through the launch emulator
     x = torch.randn(1, 3, 8, 8, device="npu", requires_grad=True)
     trb.resize_bicubic(x, scale_factor=2.0).sum().backward()   # the backward runs cann::resize_bicubic_v2_grad
     emulated_npu.launches()                   # [{'tiling_key': 20000, 'block_dim': 64, ...}]
+    emulated_npu.counters()                   # {'h2d_copies': ..., 'd2h_copies': ..., 'syncs': ..., 'launches': 1}
 
 The cann ops' PrivateUse1 kernels are the production glue, compiled a second time against an emulated runtime seam
-(core count, launch); validation, output layout, tiling, TilingData and workspace as device tensors, key and dtype
-dispatch and the deterministic flag are the code the torch_npu build compiles. Other aten ops run on the CPU
+(core count, launch); validation, output layout, tiling, the workspace as a device tensor, the TilingData by value
+with the launch, key and dtype dispatch and the deterministic flag are the code the torch_npu build compiles. Other aten ops run on the CPU
 through PyTorch's CPU fallback (convolutions through explicit kernels). For testing; not a fast device.
 """
 from __future__ import annotations
@@ -25,14 +26,15 @@ _lock = threading.Lock()
 _library = None  # the loaded _emulated_npu module once enabled
 
 
-def _device_module() -> types.ModuleType:
-    """What torch looks for on ``torch.npu``: one device, always available, synchronous."""
+def _device_module(library) -> types.ModuleType:
+    """What torch looks for on ``torch.npu``: one device, always available, synchronous (a synchronize() is still
+    counted, as the host would wait for a real device)."""
     module = types.ModuleType("torch_resize_bicubic.testing.emulated_npu.torch_npu_module")
     module.is_available = lambda: True
     module.device_count = lambda: 1
     module.current_device = lambda: 0
     module.set_device = lambda device: None
-    module.synchronize = lambda device=None: None
+    module.synchronize = lambda device=None: library.synchronize()
     module.is_initialized = lambda: True
     module._is_in_bad_fork = lambda: False
     # Random numbers on the device come from the CPU generator (through the CPU fallback): its state is theirs.
@@ -65,7 +67,7 @@ def enable(core_num: int = 64) -> None:
 
             from . import _emulated_npu
             torch.utils.rename_privateuse1_backend("npu")
-            torch._register_device_module("npu", _device_module())
+            torch._register_device_module("npu", _device_module(_emulated_npu))
             torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                                  for_storage=True)
             _library = _emulated_npu
@@ -86,3 +88,11 @@ def launches() -> List[Dict]:
 
 def clear_launches() -> None:
     _enabled_library().clear_launches()
+
+
+def counters() -> Dict[str, int]:
+    """What the device has cost the host since ``enable()``: ``h2d_copies`` and ``d2h_copies`` (copies between host
+    and device memory, ``.item()`` included), ``syncs`` (waits for the device: ``torch.npu.synchronize()``, stream,
+    event and device synchronisations, and every blocking host<->device copy, which torch_npu makes wait for the
+    stream) and ``launches`` (kernel launches). Counts only grow: take differences."""
+    return dict(_enabled_library().counters())
