@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make ascend-check` (run by `make test` and CI): compile every NPU source of the project against real CANN
 # headers. Warnings in our files are errors.
+#  - Always: the strict compile of the kernel entries by clang with the device's address spaces and VF rules made real
+#    (ascend_strict_check.sh), and the bisheng lookup of the NPU builds against fake toolkit trees
+#    (check_find_bisheng.sh).
 #  - With a CANN toolkit (ASCEND_HOME_PATH with bisheng): the kernel entries with bisheng (unverified here:
 #    no toolkit was available to this project).
 #  - Else with the public CANN headers of ascend-sdk ($ASCEND_SDK_DIR, else ../shared/ascend-sdk): every
@@ -16,6 +19,9 @@ out=build/ascend-check
 mkdir -p "$out"
 CXX=${CXX:-g++}
 WARN="-Wall -Wextra -Werror"  # the SDK's own headers come in through -isystem, so this judges our files only
+
+bash tools/ascend_strict_check.sh
+bash tools/check_find_bisheng.sh
 
 if [ -n "${ASCEND_HOME_PATH:-}" ] && command -v bisheng >/dev/null 2>&1; then
   echo "ascend-check: bisheng from $ASCEND_HOME_PATH"
