@@ -1,0 +1,504 @@
+// The forward's W pass of float rows with fewer channels than a vector, along the output elements (no transposes):
+// its plan (PermutePlan), its planner (build_permute_plan, from the W table) and its kernels, the AVX2 blocks beside
+// the AVX-512 16-lane ones.
+// Data movement and the portable loops' arithmetic in their order (no FMA): the same bits as the portable loops
+// (portable.h).
+#pragma once
+
+#include "../isa.h"
+
+#ifdef RBG_X86_FAST
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "../axis.h"
+#include "vector_ops.h"
+
+namespace rbg::cpu::x86 {
+
+// The forward's W pass of float rows, vectorised along the output elements (no transposes). A row is read
+// as a line of elements, cl interleaved channels per position (cl = 1 for NCHW rows), and output element
+// (i, c) takes its four taps at elements col[i][k] * cl + c. Each block of 8 output elements picks its
+// taps out of windows of consecutive source elements with vpermps: one window of 8 or 16 elements shared
+// by the four taps where the block's taps are that close together, else a window of 8, 16 or 24 per tap
+// (each 8 beyond the first costs a vpermps and a blend per tap). Where every tap takes every second element
+// of its window (2x reductions), one shufps per tap does, the lanes in the order kEvenLanes until one
+// vpermpd per block restores them. Where the lanes' offsets from their tap's first element follow one
+// pattern for all four taps that only a few shifted loads cover (interleaved channels: 3 channels reduced
+// 2x need 3 or 4; 8 or more channels often 1), each tap blends those loads instead (kShift1..4). Two blocks of an
+// exact 2x upsampling of one plane's row, whose outputs alternate between two fixed sets of weights, go together
+// without permutes (kUp2, then kUp2Next for the second block): the 8 even and the 8 odd outputs each from five
+// shifted loads, then interleaved (measured ~30% faster than two kShared8 blocks). The sum is
+// (((0 + x0 w0) + x1 w1) + x2 w2) + x3 w3, the arithmetic of the portable W pass, so the bits agree.
+struct PermutePlan {
+  enum Kind : uint8_t {
+    kShared8, kShared16, kTap8, kTap16, kTap24, kEven16, kShift1, kShift2, kShift3, kShift4, kUp2, kUp2Next, kUp2Wide,
+    kWin32, kWin32Next
+  };
+  int64_t blocks = 0, n_out = 0, in_len = 0;  // in elements
+  bool padded = false;                        // some window runs past the row: the rows' tails are padded
+  std::vector<Kind> kind;         // [block]: the cheapest window that holds its taps
+  std::vector<int64_t> base;      // [block][tap]: first source element of the tap's window (all equal if shared)
+  // [block][tap][8]: element in the window. kShift: [block][0][8] the load each lane takes, [block][1][m]
+  // the shift of load m (the lane's element is the tap's base + shift + lane). kUp2: unused; base[block][0] is the
+  // first even output's tap 0 and weight[block][0][0..3] / [4..7] the even / odd outputs' four weights.
+  std::vector<int32_t> index;
+  std::vector<float> weight;      // [block][tap][8]; 0 for lanes past n_out; kEven16: in kEvenLanes order
+  // kUp2Wide (AVX-512): blocks b .. b + 3 are two kUp2 pairs with the same weights whose taps follow each other
+  // (block b + 2's base is 8 past block b's), done as 16 lanes per phase; base and weights as block b's kUp2, blocks
+  // b + 1 .. b + 3 marked kUp2Next. kWin32 (AVX-512): blocks b and b + 1, both whole, whose 16 lanes take each tap
+  // from a window of 32 elements within the row: base per tap as any block, index and weight in lane order (block
+  // b + 1's 8 lanes in its own entries), block b + 1 marked kWin32Next.
+};
+
+// The output of each lane after shufps(lo, hi, 0x88) of a 16-element window: element 2 * kEvenLanes[lane].
+constexpr int kEvenLanes[8] = {0, 1, 4, 5, 2, 3, 6, 7};
+
+// Each row's last kPermuteTail source elements (or the whole row when shorter), zero-padded to
+// kPermutePad: what windows that would run past the row read instead. `pad` holds rows x kPermutePad floats.
+constexpr int64_t kPermuteTail = 24, kPermutePad = 48;
+
+inline int64_t permute_pad_start(const PermutePlan& p) { return p.in_len > kPermuteTail ? p.in_len - kPermuteTail : 0; }
+
+// The element at idx of each lane from the window at src (second/third: the lanes whose idx is past 7/15).
+template <int kWindow>
+__attribute__((target("avx2"))) inline __m256 permute_window(const float* src, __m256i idx, __m256 second,
+                                                             __m256 third) {
+  __m256 t = _mm256_permutevar8x32_ps(_mm256_loadu_ps(src), idx);
+  if constexpr (kWindow >= 16)
+    t = _mm256_blendv_ps(t, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 8), idx), second);
+  if constexpr (kWindow == 24)
+    t = _mm256_blendv_ps(t, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16), idx), third);
+  return t;
+}
+
+// Block b of every row; returns the inf/NaN carry of its stored values (see w_pass_permute).
+template <bool kTest, int kWindow, bool kPerTap, bool kEven = false>
+__attribute__((target("avx2"))) inline __m256i permute_block(float* out, int64_t out_stride, const float* in,
+                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                            const float* pad, int64_t b) {
+  const int32_t* ib = p.index.data() + b * 32;
+  const float* wb = p.weight.data() + b * 32;
+  const __m256i seven = _mm256_set1_epi32(7), fifteen = _mm256_set1_epi32(15);
+  __m256i idx[4];
+  __m256 w[4], second[4], third[4];
+  for (int k = 0; k < 4; ++k) {
+    idx[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib + 8 * k));
+    w[k] = _mm256_loadu_ps(wb + 8 * k);
+    second[k] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx[k], seven));
+    third[k] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx[k], fifteen));
+  }
+  const int64_t tail0 = permute_pad_start(p);
+  const float* src[4];  // row 0's window of each tap, in the row or in its padded tail
+  int64_t src_stride[4];
+  for (int k = 0; k < 4; ++k) {
+    const int64_t base = p.base[b * 4 + k];
+    const bool padded = base + kWindow > p.in_len;
+    src[k] = padded ? pad + (base - tail0) : in + base;
+    src_stride[k] = padded ? kPermutePad : in_stride;
+  }
+  const int64_t i0 = b * 8;
+  const int valid = p.n_out - i0 < 8 ? static_cast<int>(p.n_out - i0) : 8;
+  const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t r = 0; r < rows; ++r) {
+    __m256 t[4];
+    for (int k = 0; k < 4; ++k) {
+      const int s = kPerTap ? k : 0;
+      const float* window = src[s] + r * src_stride[s];
+      if constexpr (kEven)
+        t[k] = _mm256_shuffle_ps(_mm256_loadu_ps(window), _mm256_loadu_ps(window + 8), 0x88);
+      else
+        t[k] = permute_window<kWindow>(window, idx[k], second[k], third[k]);
+    }
+    __m256 acc = weighted_sum(t, w);
+    if constexpr (kEven)  // 64-bit pairs (0, 2, 1, 3): the lanes back in order
+      acc = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8));
+    store_tested<kTest>(out + r * out_stride + i0, acc, valid, store_mask, carry);
+  }
+  return carry;
+}
+
+// Block b of kind kShift<S>: tap k's lane j is element base_k + shift[choice_j] + j, so it comes from the
+// load at base_k + shift[choice_j]: S unaligned loads and S - 1 blends per tap. The blends' masks
+// (choice_j >= m) are shared by the four taps.
+template <bool kTest, int S>
+__attribute__((target("avx2"))) inline __m256i shift_block(float* out, int64_t out_stride, const float* in,
+                                                          int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                          int64_t b) {
+  const int32_t* ib = p.index.data() + b * 32;
+  const float* wb = p.weight.data() + b * 32;
+  const __m256i choice = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib));
+  __m256 later[S];  // later[m]: the lanes that take load m or a later one
+  int64_t shift[S];
+  for (int m = 0; m < S; ++m) {
+    later[m] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(choice, _mm256_set1_epi32(m - 1)));
+    shift[m] = ib[8 + m];
+  }
+  __m256 w[4];
+  const float* src[4];
+  for (int k = 0; k < 4; ++k) {
+    w[k] = _mm256_loadu_ps(wb + 8 * k);
+    src[k] = in + p.base[b * 4 + k];
+  }
+  const __m256i all = _mm256_set1_epi32(-1);
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t r = 0; r < rows; ++r) {
+    __m256 t[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* q = src[k] + r * in_stride;
+      t[k] = _mm256_loadu_ps(q + shift[0]);
+      for (int m = 1; m < S; ++m) t[k] = _mm256_blendv_ps(t[k], _mm256_loadu_ps(q + shift[m]), later[m]);
+    }
+    __m256 acc = weighted_sum(t, w);
+    store_tested<kTest>(out + r * out_stride + b * 8, acc, 8, all, carry);
+  }
+  return carry;
+}
+
+// Blocks b and b + 1 of kind kUp2: their outputs 8b + 2j (even) and 8b + 2j + 1 (odd), j < 8, take taps base + j + k
+// and base + j + 1 + k: five loads at base .. base + 4 serve both phases.
+template <bool kTest>
+__attribute__((target("avx2"))) inline __m256i up2_pair(float* out, int64_t out_stride, const float* in,
+                                                       int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                       int64_t b) {
+  const float* wb = p.weight.data() + b * 32;
+  __m256 we[4], wo[4];
+  for (int k = 0; k < 4; ++k) {
+    we[k] = _mm256_set1_ps(wb[k]);
+    wo[k] = _mm256_set1_ps(wb[4 + k]);
+  }
+  const float* src = in + p.base[b * 4];
+  const __m256i all = _mm256_set1_epi32(-1);
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* q = src + r * in_stride;
+    __m256 t[5];
+    for (int m = 0; m < 5; ++m) t[m] = _mm256_loadu_ps(q + m);
+    const __m256 even = weighted_sum(t, we), odd = weighted_sum(t + 1, wo);
+    const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);  // pairs 0-1, 4-5 | 2-3, 6-7
+    store_tested<kTest>(out + r * out_stride + b * 8, _mm256_permute2f128_ps(lo, hi, 0x20), 8, all, carry);
+    store_tested<kTest>(out + r * out_stride + b * 8 + 8, _mm256_permute2f128_ps(lo, hi, 0x31), 8, all, carry);
+  }
+  return carry;
+}
+
+// Blocks b and b + 1 of kind kWin32: each tap's 16 lanes picked out of a window of 32 elements by one vpermt2ps. The
+// same sum per element as every other block kind. kStream: each row's 16 outputs are one whole line, stored
+// non-temporally (w_pass_permute's `stream`).
+template <bool kStream, bool kTest>
+__attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t out_stride, const float* in,
+                                                            int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                            int64_t b) {
+  const float* wb = p.weight.data() + b * 32;
+  const int32_t* ib = p.index.data() + b * 32;
+  __m512 w[4];
+  __m512i idx[4];
+  const float* src[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m512d wlo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(wb + 8 * k)));
+    w[k] = _mm512_castpd_ps(_mm512_insertf64x4(wlo, _mm256_castps_pd(_mm256_loadu_ps(wb + 32 + 8 * k)), 1));
+    const __m512i ilo = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib + 8 * k)));
+    idx[k] = _mm512_inserti64x4(ilo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ib + 32 + 8 * k)), 1);
+    src[k] = in + p.base[b * 4 + k];
+  }
+  __m512i carry = _mm512_setzero_si512();
+  for (int64_t r = 0; r < rows; ++r) {
+    __m512 t[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* q = src[k] + r * in_stride;
+      t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), idx[k], _mm512_loadu_ps(q + 16));
+    }
+    store_tested16<kStream, kTest>(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
+  }
+  return fold_carry16(carry);
+}
+
+// Output element indices of the two vpermt2ps that interleave 16 even (lanes 0-15) and 16 odd (16-31) outputs:
+// output 2j takes even lane j, output 2j + 1 odd lane j; the first 16 outputs from lanes 0-7, the next from 8-15.
+__attribute__((target("avx512f"))) inline __m512i up2_first_lanes() {
+  return _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+
+__attribute__((target("avx512f"))) inline __m512i up2_second_lanes() {
+  return _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+}
+
+// Blocks b .. b + 3 of kind kUp2Wide: up2_pair over 16 even and 16 odd outputs at once (up2_values). The same sums as
+// up2_pair. kStream: the two whole lines of each row stored non-temporally.
+template <bool kStream, bool kTest>
+__attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t out_stride, const float* in,
+                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                           int64_t b) {
+  const float* wb = p.weight.data() + b * 32;
+  __m512 we[4], wo[4];
+  for (int k = 0; k < 4; ++k) {
+    we[k] = _mm512_set1_ps(wb[k]);
+    wo[k] = _mm512_set1_ps(wb[4 + k]);
+  }
+  const __m512i first = up2_first_lanes(), second = up2_second_lanes();
+  const float* src = in + p.base[b * 4];
+  __m512i carry = _mm512_setzero_si512();
+  for (int64_t r = 0; r < rows; ++r) {
+    __m512 lo, hi;
+    up2_values(src + r * in_stride, we, wo, first, second, lo, hi);
+    float* o = out + r * out_stride + b * 8;
+    store_tested16<kStream, kTest>(o, lo, carry);
+    store_tested16<kStream, kTest>(o + 16, hi, carry);
+  }
+  return fold_carry16(carry);
+}
+
+// Every block of w_pass_permute, with the fetches spread over them; the OR of the blocks' carries (kTest) or zeros.
+template <bool kTest>
+__attribute__((target("avx2"))) inline __m256i permute_blocks(float* out, int64_t out_stride, const float* in,
+                                                             int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                             const float* pad, bool stream, const char* fetch,
+                                                             const char* fetch_end) {
+  const int64_t fetch_lines = fetch ? (fetch_end - fetch + 63) / 64 : 0;
+  const int64_t fetch_per_block = p.blocks > 0 ? (fetch_lines + p.blocks - 1) / p.blocks : 0;
+  __m256i carry = _mm256_setzero_si256();
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    __m256i c;
+    switch (p.kind[b]) {
+      case PermutePlan::kShared8:
+        c = permute_block<kTest, 8, false>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kShared16:
+        c = permute_block<kTest, 16, false>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kTap8: c = permute_block<kTest, 8, true>(out, out_stride, in, in_stride, rows, p, pad, b); break;
+      case PermutePlan::kTap16:
+        c = permute_block<kTest, 16, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kTap24:
+        c = permute_block<kTest, 24, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kEven16:
+        c = permute_block<kTest, 16, true, true>(out, out_stride, in, in_stride, rows, p, pad, b);
+        break;
+      case PermutePlan::kShift1: c = shift_block<kTest, 1>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift2: c = shift_block<kTest, 2>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift3: c = shift_block<kTest, 3>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kShift4: c = shift_block<kTest, 4>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2: c = up2_pair<kTest>(out, out_stride, in, in_stride, rows, p, b); break;
+      case PermutePlan::kUp2Wide:
+        c = stream && b % 2 == 0 ? up2_wide<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
+                                 : up2_wide<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        break;
+      case PermutePlan::kWin32:
+        c = stream && b % 2 == 0 ? win32_pair<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
+                                 : win32_pair<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        break;
+      default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
+    }
+    carry = _mm256_or_si256(carry, c);
+    for (int64_t l = 0; l < fetch_per_block && fetch < fetch_end; ++l, fetch += 64) _mm_prefetch(fetch, _MM_HINT_T1);
+  }
+  return carry;
+}
+
+// out[r][i] for rows r < rows, output elements i < p.n_out; `pad` holds rows x kPermutePad floats of
+// scratch. test: the rows are the final output, tested for inf/NaN as they are stored: true if any is (the overflow
+// guard of the caller). Rows that another pass reads next go untested (false), which saves a fifth of the exact-2x
+// blocks' time: the final pass tests what they become. Bytes [fetch, fetch_end), if given, are prefetched into cache
+// a few lines after each block (the caller's next rows: memory reads that then overlap this pass's arithmetic).
+// stream: the 16-lane kinds (kWin32, kUp2Wide), whose stores are whole 64-byte lines, store non-temporally where they
+// start on a line (out and out_stride on 64-byte lines, so an even block; the caller fences); the others store as
+// usual.
+__attribute__((target("avx2"))) inline bool w_pass_permute(float* out, int64_t out_stride, const float* in,
+                                                           int64_t in_stride, int64_t rows, const PermutePlan& p,
+                                                           float* pad, bool test, bool stream = false,
+                                                           const char* fetch = nullptr,
+                                                           const char* fetch_end = nullptr) {
+  const int64_t tail0 = permute_pad_start(p), tail_len = p.in_len - tail0;
+  for (int64_t r = 0; r < rows && p.padded; ++r) {
+    float* dst = pad + r * kPermutePad;
+    const float* tail = in + r * in_stride + tail0;
+    if (tail_len == kPermuteTail) {  // rows of 24 or more: six vector moves (a zero loop would become rep stos)
+      for (int64_t k = 0; k < kPermuteTail; k += 8) _mm256_storeu_ps(dst + k, _mm256_loadu_ps(tail + k));
+      for (int64_t k = kPermuteTail; k < kPermutePad; k += 8) _mm256_storeu_ps(dst + k, _mm256_setzero_ps());
+    } else {
+      int64_t k = 0;
+      for (; k < tail_len; ++k) dst[k] = tail[k];
+      for (; k < kPermutePad; ++k) dst[k] = 0.0f;
+    }
+  }
+  if (!test) {
+    permute_blocks<false>(out, out_stride, in, in_stride, rows, p, pad, stream, fetch, fetch_end);
+    return false;
+  }
+  const __m256i carry = permute_blocks<true>(out, out_stride, in, in_stride, rows, p, pad, stream, fetch, fetch_end);
+  return _mm256_movemask_ps(_mm256_castsi256_ps(carry)) != 0;  // any sign bit set
+}
+
+namespace {
+
+// Shuffles (vpermps, blends, shufps) a block of the permute W pass costs per row, by window kind.
+int permute_shuffles(x86::PermutePlan::Kind kind) {
+  using Plan = x86::PermutePlan;
+  switch (kind) {
+    case Plan::kShared8: case Plan::kTap8: return 4;
+    case Plan::kEven16: return 5;
+    case Plan::kShared16: case Plan::kTap16: return 12;
+    default: return 20;  // kTap24
+  }
+}
+
+// The permute W pass's plan for a forward W table (4 taps per output position, in order) over rows of cl
+// interleaved channels, or false when some tap of some block of 8 output elements spans more than 24
+// source elements (reductions past about 2x): the transposed pass does those.
+bool build_permute_plan(const AxisCsr<float>& table, int64_t n_out, int64_t in_len, int64_t cl,
+                        x86::PermutePlan& plan) {
+  using Plan = x86::PermutePlan;
+  const int64_t elements = n_out * cl;
+  plan.blocks = (elements + 7) / 8;
+  plan.n_out = elements;
+  plan.in_len = in_len * cl;
+  plan.kind.assign(plan.blocks, Plan::kShared8);
+  plan.padded = false;
+  plan.base.assign(plan.blocks * 4, 0);
+  plan.index.assign(plan.blocks * 32, 0);
+  plan.weight.assign(plan.blocks * 32, 0.0f);
+  // Source element of tap k of output element e.
+  auto source = [&](int64_t e, int k) { return table.col[4 * (e / cl) + k] * cl + e % cl; };
+  // Blocks b, b + 1 of an exact 2x upsampling of a plane's row (kUp2): output e0 + 2j + phase takes taps
+  // base + j + phase + k with the weights of its phase, and the five loads from base stay inside the row.
+  auto upsampled_2x = [&](int64_t b) {
+    const int64_t e0 = b * 8, base = source(e0, 0);
+    if (cl != 1 || e0 + 16 > elements || base < 0 || base + 12 > plan.in_len) return false;
+    for (int64_t e = e0; e < e0 + 16; ++e) {
+      const int64_t j = (e - e0) / 2, phase = (e - e0) % 2;
+      for (int k = 0; k < 4; ++k)
+        if (source(e, k) != base + j + phase + k || table.w[4 * e + k] != table.w[4 * (e0 + phase) + k]) return false;
+    }
+    return true;
+  };
+  for (int64_t b = 0; b < plan.blocks; ++b) {
+    if (upsampled_2x(b)) {
+      plan.kind[b] = Plan::kUp2;
+      plan.kind[b + 1] = Plan::kUp2Next;
+      plan.base[b * 4] = source(b * 8, 0);
+      for (int k = 0; k < 4; ++k) {
+        plan.weight[b * 32 + k] = table.w[4 * (b * 8) + k];
+        plan.weight[b * 32 + 4 + k] = table.w[4 * (b * 8 + 1) + k];
+      }
+      ++b;
+      continue;
+    }
+    const int64_t e0 = b * 8, e1 = std::min(elements, e0 + 8);
+    int64_t tap_lo[4], lo = source(e0, 0), hi = lo, widest_tap = 0;
+    for (int k = 0; k < 4; ++k) {
+      int64_t tap_hi = tap_lo[k] = source(e0, k);
+      for (int64_t e = e0; e < e1; ++e) {
+        tap_lo[k] = std::min(tap_lo[k], source(e, k));
+        tap_hi = std::max(tap_hi, source(e, k));
+      }
+      widest_tap = std::max(widest_tap, tap_hi - tap_lo[k] + 1);
+      lo = std::min(lo, tap_lo[k]);
+      hi = std::max(hi, tap_hi);
+    }
+    // The cheapest window (fewest vpermps and blends) that holds the block's taps.
+    const int64_t span = hi - lo + 1;
+    Plan::Kind kind = span <= 8 ? Plan::kShared8 : widest_tap <= 8 ? Plan::kTap8 : span <= 16 ? Plan::kShared16
+                      : widest_tap <= 16 ? Plan::kTap16 : Plan::kTap24;
+    if (widest_tap > 24) return false;
+    // Every tap on every second element (a 2x reduction): one shufps per tap instead.
+    bool even = e1 - e0 == 8;
+    for (int k = 0; k < 4 && even; ++k)
+      for (int64_t j = 0; j < 8; ++j) even = even && source(e0 + j, k) == tap_lo[k] + 2 * j;
+    if (even) kind = Plan::kEven16;
+    // Shifted loads with one pattern for the four taps, where their blends (4 per load but the first) are
+    // fewer than the shuffles of the window kind.
+    int64_t shifts[8], lane_shift[8];
+    int n_shifts = 0;
+    bool shifted = e1 - e0 == 8;
+    for (int64_t j = 0; j < 8 && shifted; ++j) {
+      const int64_t d = lane_shift[j] = source(e0 + j, 0) - source(e0, 0) - j;
+      for (int k = 1; k < 4; ++k) shifted = shifted && source(e0 + j, k) - source(e0, k) - j == d;
+      if (std::find(shifts, shifts + n_shifts, d) == shifts + n_shifts) shifts[n_shifts++] = d;
+    }
+    for (int k = 0; k < 4 && shifted; ++k)  // every load inside the row
+      for (int m = 0; m < n_shifts; ++m)
+        shifted = shifted && source(e0, k) + shifts[m] >= 0 && source(e0, k) + shifts[m] + 8 <= plan.in_len;
+    if (shifted && n_shifts <= 4 && 4 * (n_shifts - 1) < permute_shuffles(kind)) {
+      plan.kind[b] = static_cast<Plan::Kind>(Plan::kShift1 + (n_shifts - 1));
+      for (int k = 0; k < 4; ++k) {
+        plan.base[b * 4 + k] = source(e0, k);
+        for (int64_t j = 0; j < 8; ++j) plan.weight[b * 32 + k * 8 + j] = table.w[4 * ((e0 + j) / cl) + k];
+      }
+      for (int64_t j = 0; j < 8; ++j)
+        plan.index[b * 32 + j] = static_cast<int32_t>(std::find(shifts, shifts + n_shifts, lane_shift[j]) - shifts);
+      for (int m = 0; m < n_shifts; ++m) plan.index[b * 32 + 8 + m] = static_cast<int32_t>(shifts[m]);
+      continue;
+    }
+    const bool shared = kind == Plan::kShared8 || kind == Plan::kShared16;
+    const int64_t window = kind == Plan::kShared8 || kind == Plan::kTap8 ? 8 : kind == Plan::kTap24 ? 24 : 16;
+    plan.kind[b] = kind;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t base = shared ? lo : tap_lo[k];
+      plan.padded = plan.padded || base + window > plan.in_len;  // this window reads the row's padded tail
+      plan.base[b * 4 + k] = base;
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t lane = e - e0, from = even ? e0 + x86::kEvenLanes[lane] : e;  // the output lane holds
+        plan.index[b * 32 + k * 8 + lane] = static_cast<int32_t>(source(from, k) - base);
+        plan.weight[b * 32 + k * 8 + lane] = table.w[4 * (from / cl) + k];
+      }
+    }
+  }
+  // Where the CPU has AVX-512, two kUp2 pairs with the same weights whose taps follow each other go as one kUp2Wide
+  // (16 lanes per phase; measured ~1.05x on 8x64x56x56 NCHW and 1024^2 doubled).
+  for (int64_t b = 0; b + 3 < plan.blocks && x86::has_avx512(); ++b) {
+    bool wide = plan.kind[b] == Plan::kUp2 && plan.kind[b + 2] == Plan::kUp2 &&
+                plan.base[(b + 2) * 4] == plan.base[b * 4] + 8 && plan.base[b * 4] + 20 <= plan.in_len;
+    for (int j = 0; j < 8 && wide; ++j) wide = plan.weight[(b + 2) * 32 + j] == plan.weight[b * 32 + j];
+    if (!wide) continue;
+    plan.kind[b] = Plan::kUp2Wide;
+    plan.kind[b + 2] = Plan::kUp2Next;
+    b += 3;
+  }
+  // And any other two whole blocks whose 16 lanes take each tap from 32 elements within the row as one kWin32 pair, one
+  // vpermt2ps per tap: exact 2x reductions (every second element; the AVX2 blocks a shufps per tap and a vpermpd per
+  // 8), interleaved channels reduced 2x (31 elements per tap; the AVX2 blocks 3-4 loads and blends per tap and 8) and
+  // most other scales past 0.5x. Measured ~1.1-1.27x on 1080p RGB halved and reduced 0.7x, both layouts.
+  auto pairable = [&](int64_t b) {
+    const Plan::Kind k = plan.kind[b];
+    return k != Plan::kUp2 && k != Plan::kUp2Next && k != Plan::kUp2Wide && k != Plan::kWin32 && k != Plan::kWin32Next;
+  };
+  for (int64_t b = 0; b + 1 < plan.blocks && (b + 2) * 8 <= elements && x86::has_avx512(); ++b) {
+    if (!pairable(b) || !pairable(b + 1)) continue;
+    int64_t lo[4];
+    bool fits = true;
+    for (int k = 0; k < 4 && fits; ++k) {
+      lo[k] = source(b * 8, k);
+      int64_t hi = lo[k];
+      for (int64_t e = b * 8; e < b * 8 + 16; ++e) {
+        lo[k] = std::min(lo[k], source(e, k));
+        hi = std::max(hi, source(e, k));
+      }
+      fits = hi - lo[k] < 32 && lo[k] >= 0 && lo[k] + 32 <= plan.in_len;
+    }
+    if (!fits) continue;
+    plan.kind[b] = Plan::kWin32;
+    plan.kind[b + 1] = Plan::kWin32Next;
+    for (int k = 0; k < 4; ++k) {
+      plan.base[b * 4 + k] = lo[k];
+      for (int64_t e = b * 8; e < b * 8 + 16; ++e) {
+        plan.index[(e / 8) * 32 + k * 8 + e % 8] = static_cast<int32_t>(source(e, k) - lo[k]);
+        plan.weight[(e / 8) * 32 + k * 8 + e % 8] = table.w[4 * (e / cl) + k];
+      }
+    }
+    ++b;
+  }
+  return true;
+}
+
+}  // namespace
+
+}  // namespace rbg::cpu::x86
+
+#endif  // RBG_X86_FAST
