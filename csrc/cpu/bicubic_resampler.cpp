@@ -14,7 +14,8 @@
 // result is bitwise identical for every thread count and block size.
 //
 // The rooms (each a header of this one translation unit):
-//   plan.h          what a call will do, decided before any thread starts (FastPlan, plan_fast, describe)
+//   plan.h          what a call will do, decided before any thread starts (FastPlan, describe)
+//   planner.h       plan_fast: the plan from the shapes, strides, dtype, direction and ISA (isa.h)
 //   plan_cache.h    the plans of recent calls, with their axis tables
 //   task_runner.h   the tasks spread over the threads, each through the pass its plan names
 //   pass_*.h        the passes: gather H first, gather W first, scatter, finish (overflow guard, write-out)
@@ -40,8 +41,8 @@
 
 #include "../torch_checks.h"
 #include "axis.h"
+#include "dispatch.h"
 #include "isa.h"
-#include "kernels/convert.h"
 #include "pass_finish.h"
 #include "plan.h"
 #include "plan_cache.h"
@@ -163,22 +164,9 @@ void stream_fill(at::Tensor& out, double value) {
   std::fill(data, data + head, v);
   std::fill(data + head + lines * 16, data + n, v);
   // Threads take contiguous runs of lines, as the engine's tasks take runs of output rows.
+  const Isa isa = cpu_isa();
   at::parallel_for(0, lines, 1024, [&](int64_t begin, int64_t end) {
-    float* const p = data + head + begin * 16;
-    const int64_t m = (end - begin) * 16;
-#ifdef RBG_X86_FAST
-    if (x86::has_avx512()) {
-      x86::stream_fill16(p, m, v);
-      _mm_sfence();
-      return;
-    }
-    if (x86::has_avx2()) {
-      x86::stream_fill8(p, m, v);
-      _mm_sfence();
-      return;
-    }
-#endif
-    std::fill(p, p + m, v);
+    stream_fill_lines(isa, data + head + begin * 16, (end - begin) * 16, v);
   });
 }
 

@@ -1,118 +1,259 @@
-// Where the engine picks between an x86 kernel (kernels/) and its portable loop (portable.h) for float16 conversions,
-// the transposed W pass's data movement and the split of interleaved rows into planes.
+// The one place the engine branches on the ISA: each function runs the x86 kernel (kernels/) the plan chose for its
+// pass, named by the Isa it recorded (plan.h, FastPlan::Kernels), or the portable loop (portable.h). Nothing else in
+// the engine names an x86 kernel or asks which instructions the CPU has (isa.h). A kernel the plan can only choose
+// with x86 (permute, fused4's AVX-512 form, up2x2, halve) stops the call if it is ever reached in a portable build.
 // Part of the CPU engine, which compiles as one translation unit (bicubic_resampler.cpp includes every room):
 // internal linkage, so that the hot loops inline across rooms as they did in one file.
 #pragma once
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "isa.h"
+#include "kernels/combine.h"
 #include "kernels/convert.h"
+#include "kernels/fused4.h"
+#include "kernels/halve.h"
+#include "kernels/permute.h"
 #include "kernels/transpose.h"
+#include "kernels/up2x2.h"
 #include "portable.h"
 
 namespace rbg::cpu {
 namespace {
 
-void widen(float* y, const c10::Half* x, int64_t n) {
-#ifdef RBG_X86_FAST
-  if (x86::has_avx512()) return x86::widen_avx512(y, x, n);
-  if (x86::has_avx2()) return x86::widen_f16c(y, x, n);
-#endif
-  widen_loop(y, x, n);
+[[noreturn]] inline void kernel_not_built(const char* kernel) {
+  TORCH_INTERNAL_ASSERT(false, kernel, " planned in a build without the x86 kernels");
 }
 
-void narrow(c10::Half* y, const float* x, int64_t n) {
+// ---- float16 / bfloat16 rows <-> float (Kernels::convert) ------------------------------------------------------
+
+inline void widen(Isa, float* y, const c10::BFloat16* x, int64_t n) { widen(y, x, n); }
+inline void narrow(Isa, c10::BFloat16* y, const float* x, int64_t n) { narrow(y, x, n); }
+inline void widen(Isa isa, float* y, const c10::Half* x, int64_t n) {
 #ifdef RBG_X86_FAST
-  if (x86::has_avx512()) return x86::narrow_avx512(y, x, n);
-  if (x86::has_avx2()) return x86::narrow_f16c(y, x, n);
+  if (isa == Isa::Avx512) return x86::widen_avx512(y, x, n);
+  if (isa == Isa::Avx2) return x86::widen_f16c(y, x, n);
 #endif
+  (void)isa;
+  widen_loop(y, x, n);
+}
+inline void narrow(Isa isa, c10::Half* y, const float* x, int64_t n) {
+#ifdef RBG_X86_FAST
+  if (isa == Isa::Avx512) return x86::narrow_avx512(y, x, n);
+  if (isa == Isa::Avx2) return x86::narrow_f16c(y, x, n);
+#endif
+  (void)isa;
   narrow_loop(y, x, n);
 }
 
-// Float rows use AVX-512 where the CPU has it: tile transposes for NCHW rows (cl == 1), masked vector
-// moves for interleaved channels.
-template <typename acc_t>
-bool fast_transpose(int64_t cl) {
+// ---- the transposed W pass's moves (Kernels::lanes) -------------------------------------------------------------
+
 #ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) return cl == 1 && (x86::has_avx512() || x86::has_avx2());
-#endif
-  return false;
+// Float rows of planes (cl 1) <-> lanes, tile by tile with the tile transpose `kTranspose` (x86::transpose_tile or
+// transpose_tile_avx2): kToLanes, rows -> lanes (each tile `lines` rows of up to kTile positions); else back.
+template <bool kToLanes, auto kTranspose>
+void transpose_tiles(float* blk, float* base, int64_t row_len, int64_t lines, int64_t n) {
+  constexpr int64_t L = kLanes<float>;
+  for (int64_t o0 = 0; o0 < n; o0 += kTile) {
+    const int positions = static_cast<int>(std::min(kTile, n - o0));
+    if constexpr (kToLanes) {
+      kTranspose(blk + o0 * L, L, base + o0, row_len, static_cast<int>(lines), positions, static_cast<int>(L));
+    } else {
+      kTranspose(base + o0, row_len, blk + o0 * L, L, positions, static_cast<int>(lines), positions);
+    }
+  }
 }
-// One tile transpose with the widest instructions the CPU has (fast_transpose said it has some).
-inline void transpose_tile(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int rows, int cols,
-                           int store_width) {
-#ifdef RBG_X86_FAST
-  if (x86::has_avx512()) return x86::transpose_tile(dst, dst_stride, src, src_stride, rows, cols, store_width);
-  x86::transpose_tile_avx2(dst, dst_stride, src, src_stride, rows, cols, store_width);
 #endif
-}
-template <typename acc_t>
-bool fast_channel_groups(int64_t cl) {
-#ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) return cl > 1 && cl <= kLanes<float> && x86::has_avx512();
-#endif
-  return false;
-}
-template <typename acc_t>
-void lines_to_lanes(acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+
+// Lines of cl interleaved channels <-> the lanes of a transposed block (portable.h, transpose_loop): float rows of
+// planes (cl 1) by tile transposes (x86::transpose_tile, AVX-512; transpose_tile_avx2), interleaved channels by masked
+// moves (x86::move_channel_groups, AVX-512, cl <= 16; move_small_channel_groups, AVX2, cl 2 to 4).
+template <bool kToLanes, typename acc_t>
+void move_lanes(Isa isa, acc_t* blk, acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
 #ifdef RBG_X86_FAST
   if constexpr (std::is_same_v<acc_t, float>) {
-    if (fast_transpose<acc_t>(cl)) {
-      for (int64_t o0 = 0; o0 < n; o0 += kTile)
-        transpose_tile(blk + o0 * kLanes<float>, kLanes<float>, base + o0, row_len, static_cast<int>(lines),
-                       static_cast<int>(std::min(kTile, n - o0)), kLanes<float>);
-      return;
-    }
-    if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
-    if (cl >= 2 && cl <= 4 && x86::has_avx2())
-      return x86::move_small_channel_groups(blk, const_cast<float*>(base), row_len, cl, lines, n, true);
+    if (isa == Isa::Avx512 && cl == 1)
+      return transpose_tiles<kToLanes, &x86::transpose_tile>(blk, base, row_len, lines, n);
+    if (isa == Isa::Avx2 && cl == 1)
+      return transpose_tiles<kToLanes, &x86::transpose_tile_avx2>(blk, base, row_len, lines, n);
+    if (isa == Isa::Avx512 && cl <= kLanes<float>)
+      return x86::move_channel_groups(blk, base, row_len, cl, lines, n, kToLanes);
+    if (isa == Isa::Avx2 && cl >= 2 && cl <= 4)
+      return x86::move_small_channel_groups(blk, base, row_len, cl, lines, n, kToLanes);
   }
 #endif
-  transpose_loop<true>(blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
+  (void)isa;
+  transpose_loop<kToLanes>(blk, base, row_len, cl, lines, n);
 }
 template <typename acc_t>
-void lanes_to_lines(acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
-#ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) {
-    if (fast_transpose<acc_t>(cl)) {
-      for (int64_t o0 = 0; o0 < n; o0 += kTile) {
-        const int positions = static_cast<int>(std::min(kTile, n - o0));
-        transpose_tile(base + o0, row_len, blk + o0 * kLanes<float>, kLanes<float>, positions,
-                       static_cast<int>(lines), positions);
-      }
-      return;
-    }
-    if (fast_channel_groups<acc_t>(cl)) return x86::move_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
-    if (cl >= 2 && cl <= 4 && x86::has_avx2())
-      return x86::move_small_channel_groups(const_cast<float*>(blk), base, row_len, cl, lines, n, false);
-  }
-#endif
-  transpose_loop<false>(const_cast<acc_t*>(blk), base, row_len, cl, lines, n);
+void lines_to_lanes(Isa isa, acc_t* blk, const acc_t* base, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+  move_lanes<true>(isa, blk, const_cast<acc_t*>(base), row_len, cl, lines, n);
+}
+template <typename acc_t>
+void lanes_to_lines(Isa isa, acc_t* base, const acc_t* blk, int64_t row_len, int64_t cl, int64_t lines, int64_t n) {
+  move_lanes<false>(isa, const_cast<acc_t*>(blk), base, row_len, cl, lines, n);
+}
+// The lanes' ISA for rows of cl interleaved channels of acc_t on a CPU with `isa`: what move_lanes runs.
+template <typename acc_t>
+Isa lanes_isa(Isa isa, int64_t cl) {
+  if (!std::is_same_v<acc_t, float>) return Isa::Portable;
+  if (cl == 1 || (isa == Isa::Avx512 && cl <= kLanes<float>)) return isa;
+  return isa == Isa::Avx2 && cl >= 2 && cl <= 4 ? isa : Isa::Portable;
 }
 
+// ---- interleaved rows split into planes (Kernels::split) -----------------------------------------------------
+
 // Rows of C interleaved channels (n_rows x n_pos positions, rows `row` elements apart) split into C planes: element
-// (r, i, c) goes to planes[r * plane_row + c * plane + i], converted to the destination's type. Data movement only.
+// (r, i, c) goes to planes[r * plane_row + c * plane + i], converted to the destination's type. Data movement only:
+// x86::deinterleave_row (AVX2) for float rows, else a loop.
 template <typename scalar_t, typename acc_t>
-void split_into_planes(scalar_t* planes, int64_t plane_row, int64_t plane, const acc_t* rows, int64_t row,
+void split_into_planes(Isa isa, scalar_t* planes, int64_t plane_row, int64_t plane, const acc_t* rows, int64_t row,
                        int64_t n_rows, int64_t n_pos, int64_t C) {
 #ifdef RBG_X86_FAST
   if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
-    if (x86::has_avx2()) {
+    if (isa != Isa::Portable) {
       for (int64_t r = 0; r < n_rows; ++r)
         x86::deinterleave_row(planes + r * plane_row, plane, rows + r * row, n_pos, C);
       return;
     }
   }
 #endif
+  (void)isa;
   for (int64_t r = 0; r < n_rows; ++r)
     for (int64_t c = 0; c < C; ++c) {
       scalar_t* __restrict out = planes + r * plane_row + c * plane;
       const acc_t* __restrict in = rows + r * row + c;
       for (int64_t i = 0; i < n_pos; ++i) out[i] = static_cast<scalar_t>(in[i * C]);
     }
+}
+
+// ---- the W-first gather's output rows (Kernels::rows) ------------------------------------------------------------
+
+// Two output rows at once, row b's source rows row a's (shift 0) or those shifted by one (1): x86::combine4x2_checked16
+// (AVX-512) or combine4x2_checked (AVX2); stream: non-temporal stores. True if either row holds inf or NaN. Portable
+// plans never pair rows (rows_pair says so).
+inline bool rows_pair(Isa isa) { return isa != Isa::Portable; }
+inline bool combine_row_pair(Isa isa, bool stream, float* out_a, float* out_b, const float* const r[5], int64_t shift,
+                            const float wa[4], const float wb[4], int64_t n) {
+#ifdef RBG_X86_FAST
+  if (isa == Isa::Avx512) {
+    if (stream) return shift ? x86::combine4x2_checked16<1, true>(out_a, out_b, r, wa, wb, n)
+                             : x86::combine4x2_checked16<0, true>(out_a, out_b, r, wa, wb, n);
+    return shift ? x86::combine4x2_checked16<1, false>(out_a, out_b, r, wa, wb, n)
+                 : x86::combine4x2_checked16<0, false>(out_a, out_b, r, wa, wb, n);
+  }
+  if (stream) return shift ? x86::combine4x2_checked<1, true>(out_a, out_b, r, wa, wb, n)
+                           : x86::combine4x2_checked<0, true>(out_a, out_b, r, wa, wb, n);
+  return shift ? x86::combine4x2_checked<1, false>(out_a, out_b, r, wa, wb, n)
+               : x86::combine4x2_checked<0, false>(out_a, out_b, r, wa, wb, n);
+#else
+  (void)isa, (void)stream, (void)out_a, (void)out_b, (void)r, (void)shift, (void)wa, (void)wb, (void)n;
+  kernel_not_built("combine_row_pair");
+#endif
+}
+// One output row, tested for inf/NaN: with non-temporal stores (x86::combine4_checked_stream, AVX2) or
+// combine4_checked.
+inline bool combine_row(bool stream, float* out, const float* r0, const float* r1, const float* r2, const float* r3,
+                         const float w[4], int64_t n) {
+#ifdef RBG_X86_FAST
+  if (stream) return x86::combine4_checked_stream(out, r0, r1, r2, r3, w[0], w[1], w[2], w[3], n);
+#endif
+  (void)stream;
+  return combine4_checked(out, r0, r1, r2, r3, w[0], w[1], w[2], w[3], n);
+}
+
+// ---- the x86-only passes -------------------------------------------------------------------------------------------
+
+// The permute W pass (Kernels::w_pass: AVX2 blocks, and AVX-512 16-lane pairs where the plan has them).
+inline bool permute_w_pass(float* out, int64_t out_stride, const float* in, int64_t in_stride, int64_t rows,
+                           const x86::PermutePlan& p, float* pad, bool test, bool stream, const char* fetch,
+                           const char* fetch_end) {
+#ifdef RBG_X86_FAST
+  return x86::w_pass_permute(out, out_stride, in, in_stride, rows, p, pad, test, stream, fetch, fetch_end);
+#else
+  (void)out, (void)out_stride, (void)in, (void)in_stride, (void)rows, (void)p, (void)pad, (void)test, (void)stream,
+      (void)fetch, (void)fetch_end;
+  kernel_not_built("w_pass_permute");
+#endif
+}
+// The fused four-tap W pass over rows of 8 or more interleaved channels: x86::fused4_rows (AVX-512) or combine4 per
+// position.
+template <typename acc_t>
+void fused4_w_pass(Isa isa, acc_t* out, int64_t out_stride, const acc_t* in, int64_t in_stride, int64_t rows,
+                 const int64_t* col, const acc_t* w, int64_t n_out, int64_t cl) {
+#ifdef RBG_X86_FAST
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (isa == Isa::Avx512) return x86::fused4_rows(out, out_stride, in, in_stride, rows, col, w, n_out, cl);
+  }
+#endif
+  (void)isa;
+  for (int64_t r = 0; r < rows; ++r) {
+    const acc_t* row = in + r * in_stride;
+    for (int64_t i = 0; i < n_out; ++i) {
+      const int64_t* s = col + 4 * i;
+      const acc_t* wi = w + 4 * i;
+      combine4(out + r * out_stride + i * cl, row + s[0] * cl, row + s[1] * cl, row + s[2] * cl, row + s[3] * cl,
+               wi[0], wi[1], wi[2], wi[3], cl);
+    }
+  }
+}
+// Both passes in one: planes doubled along both axes (x86::up2x2_rows) and rows halved along W (x86::halve_row).
+inline bool up2x2_walk(float* out, int64_t out_stride, const float* plane, int64_t in_stride, int64_t row0, int64_t k0,
+                       int64_t k1, const x86::Up2x2Plan& p, bool stream) {
+#ifdef RBG_X86_FAST
+  return x86::up2x2_rows(out, out_stride, plane, in_stride, row0, k0, k1, p, stream);
+#else
+  (void)out, (void)out_stride, (void)plane, (void)in_stride, (void)row0, (void)k0, (void)k1, (void)p, (void)stream;
+  kernel_not_built("up2x2_rows");
+#endif
+}
+inline bool halve_walk(float* out, const float* const r[4], const float hw[4], const x86::HalvePlan& p, bool stream,
+                      const char* fetch, const char* fetch_end) {
+#ifdef RBG_X86_FAST
+  return x86::halve_row(out, r, hw, p, stream, fetch, fetch_end);
+#else
+  (void)out, (void)r, (void)hw, (void)p, (void)stream, (void)fetch, (void)fetch_end;
+  kernel_not_built("halve_row");
+#endif
+}
+
+// ---- memory order ----------------------------------------------------------------------------------------------
+
+// After non-temporal stores, before the rows are read again.
+inline void store_fence() {
+#ifdef RBG_X86_FAST
+  x86::store_fence();
+#endif
+}
+// One 64-byte line towards the L2 cache (the next task's input rows).
+inline void prefetch_line(const char* p) {
+#ifdef RBG_X86_FAST
+  x86::prefetch_l2(p);
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+// n floats from p set to v with non-temporal whole-line stores (p on a 64-byte line, n a multiple of 16), fenced.
+inline void stream_fill_lines(Isa isa, float* p, int64_t n, float v) {
+#ifdef RBG_X86_FAST
+  if (isa != Isa::Portable) {
+    if (isa == Isa::Avx512) {
+      x86::stream_fill16(p, n, v);
+    } else {
+      x86::stream_fill8(p, n, v);
+    }
+    x86::store_fence();
+    return;
+  }
+#endif
+  (void)isa;
+  std::fill(p, p + n, v);
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <type_traits>
 
 #include "dispatch.h"
-#include "isa.h"
 #include "portable.h"
 #include "stream.h"
 #include "task_state.h"
@@ -23,11 +22,13 @@ std::atomic<int64_t> rows_recomputed_in_double{0};
 
 // The overflow guard's recompute: each run of the task's output rows that hold an inf or NaN, in double.
 template <typename scalar_t, typename acc_t>
-void recompute_nonfinite_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
+inline void recompute_nonfinite_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob,
+                                     int64_t y0, int64_t y1) {
   auto nonfinite = [&](int64_t dy) {
     if (!st.p.split_input) return any_nonfinite(ob + (dy - y0) * st.p.out_row, st.p.out_row);
     for (int64_t c = 0; c < st.p.C; ++c)  // the row of each of the C planes, where the pass wrote it
-      if (any_nonfinite(reinterpret_cast<const acc_t*>(st.planes_of(u, dy)) + c * st.p.DH * st.p.DW, st.p.DW)) return true;
+      if (any_nonfinite(reinterpret_cast<const acc_t*>(st.planes_of(u, dy)) + c * st.p.DH * st.p.DW, st.p.DW))
+        return true;
     return false;
   };
   for (int64_t dy = y0; dy < y1;) {
@@ -48,10 +49,9 @@ void recompute_nonfinite_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su
 
 // The overflow guard, then the staged rows written out (copied, narrowed or split into planes).
 template <typename scalar_t, typename acc_t>
-void finish(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1) {
-#ifdef RBG_X86_FAST
-  if (st.p.stream_out) _mm_sfence();  // the non-temporal stores land before the rows are read again
-#endif
+inline void finish(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
+                   int64_t y1) {
+  if (st.p.stream_out) store_fence();  // the non-temporal stores land before the rows are read again
   const int64_t out_row = st.p.out_row, n = (y1 - y0) * out_row;
   if constexpr (std::is_same_v<acc_t, float>) {
     // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a zero
@@ -67,7 +67,7 @@ void finish(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t
   } else if constexpr (std::is_same_v<scalar_t, acc_t>) {
     std::memcpy(st.io.dst + (u * st.p.DH + y0) * out_row, ob, n * sizeof(acc_t));
   } else {
-    narrow(st.io.dst + (u * st.p.DH + y0) * out_row, ob, n);
+    narrow(st.p.kernels.convert, st.io.dst + (u * st.p.DH + y0) * out_row, ob, n);
   }
 }
 

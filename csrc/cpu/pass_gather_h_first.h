@@ -8,9 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "isa.h"
+#include "dispatch.h"
 #include "task_state.h"
-#include "kernels/halve.h"
 
 namespace rbg::cpu {
 namespace {
@@ -18,10 +17,10 @@ namespace {
 // Forward, H first, rows halved along W: both passes at once, one output row at a time (x86::halve_row). With
 // fetch_next each row fetches the source rows that the output row two ahead adds (a whole next task's rows at once,
 // as the two passes fetch, measured 1.1x slower on 4K planes and 1080p RGB channels_last halved, 2 threads: up to
-// 460 KiB beside the task's own in the 1 MiB L2; the rows of the very next output row, 1.3-1.5x slower on 1080p planes).
+// 460 KiB beside the task's own in the 1 MiB L2; the rows of the very next output row, 1.3-1.5x slower on 1080p
+// planes).
 template <typename scalar_t, typename acc_t>
-void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
-#ifdef RBG_X86_FAST
+inline void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
   if constexpr (std::is_same_v<acc_t, float> && std::is_same_v<scalar_t, acc_t>) {
     constexpr int64_t kAhead = 2;
     bool bad = false;
@@ -38,22 +37,22 @@ void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_
           fetch_end = fetch + (end - first) * st.p.in_row * static_cast<int64_t>(sizeof(float));
         }
       }
-      bad = x86::halve_row(ob + (dy - y0) * st.p.out_row, rows, t.w, st.p.halve_plan, st.p.stream_out, fetch, fetch_end) ||
+      bad = halve_walk(ob + (dy - y0) * st.p.out_row, rows, t.w, st.p.halve_plan, st.p.stream_out, fetch, fetch_end) ||
             bad;
     }
     st.tested = true;
     st.nonfinite = bad;
-    return;
+  } else {
+    (void)st, (void)su, (void)ob, (void)y0, (void)y1;
+    TORCH_INTERNAL_ASSERT(false, "halve planned for other than float rows");
   }
-#endif
-  (void)su, (void)ob, (void)y0, (void)y1;
-  TORCH_INTERNAL_ASSERT(false, "halve planned without its kernel");
 }
 
 // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
 // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
 template <typename scalar_t, typename acc_t>
-void gather_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0, int64_t y1, int64_t sy1) {
+inline void gather_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
+                           int64_t y1, int64_t sy1) {
   if (st.p.halve) return halve(st, su, ob, y0, y1);
   const int64_t in_row = st.p.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
   acc_t* const ring = sized(st.scratch.ring, st.p.read_in_place ? 0 : kRingRows * chunk);

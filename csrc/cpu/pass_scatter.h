@@ -17,7 +17,8 @@ namespace {
 // H first, scattering: every source row the block reaches is added, times each of its weights, into the rows of
 // S it feeds, then the W pass of S into the output.
 template <typename scalar_t, typename acc_t>
-void scatter_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+inline void scatter_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1,
+                            int64_t sy0, int64_t sy1) {
   const int64_t in_row = st.p.in_row;
   std::fill(st.mid, st.mid + (y1 - y0) * in_row, acc_t(0));
   // Wide rows (channels_last with many channels) go in column chunks, so that the task's slice of S stays in L1
@@ -42,7 +43,8 @@ void scatter_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* 
 // W first, scattering: the W pass of a group of source rows, then each added, times each of its weights, into
 // the output rows it feeds; an output row starts at its first contribution rather than with a zero fill.
 template <typename scalar_t, typename acc_t>
-void scatter_w_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1, int64_t sy0, int64_t sy1) {
+inline void scatter_w_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1,
+                            int64_t sy0, int64_t sy1) {
   const int64_t in_row = st.p.in_row, out_row = st.p.out_row;
   st.ring_unit = -1;  // st.mid holds one group's W-pass results now
   std::vector<uint8_t>& started = st.scratch.row_started;

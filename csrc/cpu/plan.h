@@ -1,5 +1,5 @@
-// The fast path's plan: everything a call will do (pass order, W and H passes, kernels, task split, staging, stores),
-// decided from the shapes, strides, dtype, direction and ISA before any thread starts. describe() is its one line.
+// The fast path's plan: everything a call will do (pass order, W and H passes, kernels and their ISA, task split,
+// staging, stores), as pure data that planner.h builds before any thread starts. describe() is its one line.
 // Part of the CPU engine, which compiles as one translation unit (bicubic_resampler.cpp includes every room):
 // internal linkage, so that the hot loops inline across rooms as they did in one file.
 #pragma once
@@ -19,21 +19,9 @@
 #include "kernels/halve.h"
 #include "kernels/permute.h"
 #include "kernels/up2x2.h"
-#include "kernels/vector_ops.h"
-#include "portable.h"
 
 namespace rbg::cpu {
 namespace {
-
-// Rows per task: whole planes when there are enough of them to keep every thread busy, otherwise blocks
-// of rows so that a single large plane still spreads over all threads. Blocks of at least 4 rows keep the
-// re-reading of grads rows shared by neighbouring blocks small. The result does not depend on it.
-int64_t rows_per_task(int64_t outer, int64_t in_h) {
-  const int64_t want_tasks = 8 * std::max<int64_t>(1, at::get_num_threads());
-  if (outer >= want_tasks) return in_h;
-  const int64_t rows = (in_h * outer + want_tasks - 1) / want_tasks;
-  return std::min(in_h, std::max<int64_t>(rows, 4));
-}
 
 // A "unit" is one plane (cl = 1) or one image whose rows interleave cl = C channels. A task owns a block of
 // output rows of one unit; the tasks never share an output element.
@@ -81,9 +69,10 @@ int64_t engine_channels(const at::Tensor& src, bool channels_last_out) {
   return C > 1 && (channels_last_out || row_layout(src) == RowLayout::Interleaved) ? C : 1;
 }
 
-// What the fast path will do for one call, decided before any thread starts: pure data, built by plan_fast() from
-// the shapes, strides, dtype, direction and ISA, and executed by fast_engine() (task_runner.h and the passes). describe()
-// is its one-line form (RBG_CPU_PLAN=1 prints it for every call; torch_resize_bicubic._C._cpu_plan returns it).
+// What the fast path will do for one call, decided before any thread starts: pure data, built by plan_fast()
+// (planner.h) from the shapes, strides, dtype, direction and ISA, and executed by fast_engine() (task_runner.h and the
+// passes). describe() is its one-line form (RBG_CPU_PLAN=1 prints it for every call; torch_resize_bicubic._C._cpu_plan
+// returns it).
 enum class WPass { Permute, Fused4, Gather, Transposed };
 // How a block's output rows get their H-axis terms: gathered from their four source rows in PyTorch's order (the
 // forward), or scattered from each source row onto the rows it reaches (the gradient; and the forward's W-first
@@ -113,10 +102,15 @@ struct FastPlan {
   // fetch: the hardware prefetcher covers them, and finding the next rows cost more (-3% on 14 x 14 planes).
   static constexpr int64_t kFetchBytes = int64_t{512} << 10;
   static constexpr int64_t kMinFetchBytes = int64_t{4} << 10;
+  // Outputs of at least this many bytes are written with non-temporal stores where whole lines allow: beyond
+  // the L2 caches, and measured 9-15% faster from 6.5 MiB up on this 32 MiB-L3 machine (neutral at 4 MiB).
+  // A fixed size: inside VMs the C library reports the host's L3.
+  static constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
   // The fused doubling's split input rows per task (up2x2 with split_input), within L2.
   static constexpr int64_t kSplitRowsBytes = int64_t{512} << 10;
 
   bool forward = false;
+  bool acc_float = true;         // float accumulation (float, float16, bfloat16); else float64
   bool h_first = false;          // H pass (rows combined) before the W pass (rows resampled)
   WPass w_pass = WPass::Gather;
   HPass h_pass = HPass::Scatter;
@@ -142,11 +136,18 @@ struct FastPlan {
   int64_t guard_rows = 0;  // split_input: the overflow guard's rows, recomputed interleaved before they are split
   bool up2x2 = false;  // a plane doubled along both axes: both passes in one, strip by strip (x86::up2x2_rows)
   bool halve = false;  // rows halved along W, H first: both passes in one, row by row (x86::halve_row)
-#ifdef RBG_X86_FAST
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
   x86::Up2x2Plan up2x2_plan;  // up2x2's weights and strips
   x86::HalvePlan halve_plan;  // halve's weights and strips
-#endif
+  // The ISA of each kernel the call runs, as the planner chose it from cpu_isa(): what dispatch.h runs for the pass
+  // and kernel_names() names. Portable: the loops of portable.h.
+  struct Kernels {
+    Isa w_pass = Isa::Portable;   // permute: x86::w_pass_permute; fused4: x86::fused4_rows (AVX-512) or combine4
+    Isa lanes = Isa::Portable;    // the transposed W pass's moves between rows and lanes (dispatch.h, move_lanes)
+    Isa rows = Isa::Portable;     // the W-first gather's output rows: x86::combine4x2_checked16 / _checked in pairs
+    Isa convert = Isa::Portable;  // float16 rows: x86::widen_avx512 / widen_f16c and narrow_*, or the loops
+    Isa split = Isa::Portable;    // interleaved rows into planes: x86::deinterleave_row, or the loop
+  } kernels;
 
   // Whether a block whose output rows read source rows [sy0, sy1) gathers (HPass).
   bool gathers(int64_t sy0, int64_t sy1) const {
@@ -155,26 +156,16 @@ struct FastPlan {
 
   // Whether the permute W pass does some blocks as `kind` (x86::PermutePlan::Kind): exact-2x phase pairs (kUp2, or
   // kUp2Wide with 16 lanes per phase) or 16-lane pairs of 32-element windows (kWin32), the last two with AVX-512.
-  bool has_blocks(int kind) const {
-#ifdef RBG_X86_FAST
-    if (w_pass == WPass::Permute)
-      return std::find(permute.kind.begin(), permute.kind.end(), static_cast<x86::PermutePlan::Kind>(kind)) !=
-             permute.kind.end();
-#endif
-    (void)kind;
-    return false;
+  bool has_blocks(x86::PermutePlan::Kind kind) const {
+    return w_pass == WPass::Permute && std::find(permute.kind.begin(), permute.kind.end(), kind) != permute.kind.end();
   }
   std::string pairs_note() const {
-#ifdef RBG_X86_FAST
     using Plan = x86::PermutePlan;
     std::string note;
     if (has_blocks(Plan::kUp2Wide)) note += " (2x phase pairs, 16 lanes)";
     else if (has_blocks(Plan::kUp2)) note += " (2x phase pairs)";
     if (has_blocks(Plan::kWin32)) note += " (16-lane windows)";
     return note;
-#else
-    return "";
-#endif
   }
 
   std::string describe() const {
@@ -198,171 +189,58 @@ struct FastPlan {
     if (planar_out) s += split_input ? ", input rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
     if (fetch_next) s += ", fetches next rows";
+    return s + "; kernels " + kernel_names();
+  }
+
+  // Each kernel the call runs, as the code names it, with its ISA: the plan line's pointer into the code (the table
+  // in docs/design.md gives each one's file).
+  std::string kernel_names() const {
+    auto k = [](const std::string& role, const char* name, Isa isa) {
+      return role + " " + name + " [" + isa_name(isa) + "]";
+    };
+    std::vector<std::string> names;
+    if (up2x2) {
+      names.push_back(k("W+H", "x86::up2x2_rows", Isa::Avx512));
+    } else if (halve) {
+      names.push_back(k("W+H", "x86::halve_row", Isa::Avx512));
+    } else {
+      names.push_back(k("W", w_kernel(), kernels.w_pass));
+      if (w_pass == WPass::Transposed) names.push_back(k("lanes", lanes_kernel(), kernels.lanes));
+      names.push_back(k("H", h_kernel(), h_pass == HPass::Gather && !h_first ? kernels.rows : Isa::Portable));
+      if (stream_out && !h_first && h_pass == HPass::Gather)
+        names.push_back(k("H", "x86::combine4_checked_stream", Isa::Avx2));
+    }
+    if (kernels.convert != Isa::Portable)
+      names.push_back(k("convert", kernels.convert == Isa::Avx512 ? "x86::widen_avx512+narrow_avx512"
+                                                                  : "x86::widen_f16c+narrow_f16c", kernels.convert));
+    if (planar_out) names.push_back(k("split", kernels.split == Isa::Portable ? "split_into_planes"
+                                                                             : "x86::deinterleave_row", kernels.split));
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
     return s;
   }
-};
-
-template <typename scalar_t, typename acc_t>
-FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
-                   const AxisCsr<acc_t>& table, bool channels_last_out, bool may_split_input = true) {
-  constexpr int64_t L = kLanes<acc_t>;
-  constexpr bool direct = std::is_same_v<scalar_t, acc_t>;
-  const int64_t N = src.size(0), C = src.size(1), SH = src.size(2), SW = src.size(3);
-  const int64_t DH = dst.size(2), DW = dst.size(3);
-  FastPlan p;
-  p.forward = th.forward();
-  p.C = C;
-  p.DH = DH;
-  p.DW = DW;
-  p.cl = engine_channels(src, channels_last_out);
-  p.units = p.cl > 1 ? N : N * C;
-  p.planar_out = p.cl > 1 && !channels_last_out;
-  p.in_row = SW * p.cl;
-  p.out_row = DW * p.cl;
-  for (int64_t i0 = 0; i0 < DW; i0 += FastPlan::kChunkOut) {
-    WChunk c{i0, std::min(DW, i0 + FastPlan::kChunkOut), 0, 0};
-    tw.sources(c.i0, c.i1, c.o0, c.o1);
-    p.max_span = std::max(p.max_span, c.o1 - c.o0);
-    p.chunks.push_back(c);
-  }
-  const int64_t cl = p.cl;
-  p.h_first = DH <= SH;
-  // Interleaved rows into an NCHW output: the float forward that gathers W first (upsampling in H) splits its
-  // source rows into planes before the W pass (fewer than the W-pass results or the output rows), so that the W pass
-  // resamples planes' rows and the H pass writes each plane's output rows straight; every other path splits its
-  // staged output rows.
-  p.split_input = may_split_input && p.planar_out && direct && p.forward && !p.h_first;
-  p.w_cl = p.split_input ? 1 : cl;
-  const int64_t wcl = p.w_cl;
-  // Float rows of the forward with fewer than L interleaved channels take the permute W pass where the CPU has
-  // AVX2 (same bits, no transposes; measured 1.2-1.8x faster than the transposed pass for 2-12 channels).
-  bool permute = false;
-#ifdef RBG_X86_FAST
-  if constexpr (std::is_same_v<acc_t, float>) {
-    // Rows of at most kMaxGroupRow floats, as the transposed pass: the row groups stay within 1 MiB and the plan
-    // within 576 KiB.
-    if (tw.forward() && wcl < L && std::max(SW, DW) * wcl <= FastPlan::kMaxGroupRow && x86::has_avx2())
-      permute = x86::build_permute_plan(table, DW, SW, wcl, p.permute);
-  }
-#else
-  (void)table;
-#endif
-  const bool transposed = !permute && wcl < L && p.max_span <= FastPlan::kMaxChunkSpan &&
-                          (L / wcl) * std::max(SW, DW) * wcl <= L * FastPlan::kMaxGroupRow;
-  // The forward has exactly four taps per position: with at least 8 channels, one fused pass over them, in
-  // PyTorch's order, instead of four read-modify-write sweeps.
-  p.w_pass = permute ? WPass::Permute
-             : transposed ? WPass::Transposed
-             : (tw.forward() && wcl >= 8) ? WPass::Fused4
-                                          : WPass::Gather;
-  // Source rows per W-pass step: a transposed block's lines (L W-pass rows); the permute pass takes the W-first
-  // forward's source rows 16 at a time, and needs no grouping after an H pass.
-  p.group = transposed ? std::max<int64_t>(1, L / cl) : (permute && !p.h_first) ? L : 1;
-  p.contiguous_row = row_layout(src) == (cl > 1 ? RowLayout::Interleaved : RowLayout::Planar);
-  p.read_in_place = direct && p.contiguous_row && !p.split_input;  // W-first reads float input rows where they are
-  int64_t rows = rows_per_task(p.units, DH);
-  const int64_t widest = std::max(p.in_row, p.out_row) * static_cast<int64_t>(sizeof(acc_t));
-  rows = std::min(rows, std::max<int64_t>(p.group, (int64_t{256} << 10) / widest));
-  // The permute W pass reads S straight after the H pass wrote it: keep the task's S within 64 KiB (measured ~15%
-  // faster on 1080p NCHW rows than 256 KiB), but give it at least 8 rows, over which each block of the pass spreads
-  // its setup (~20% faster on 1080p rows of 3 interleaved channels than 2 rows).
-  if (permute && p.h_first) rows = std::min(rows, std::max<int64_t>(8, (int64_t{64} << 10) / widest));
-  p.rows = std::min(DH, (rows + p.group - 1) / p.group * p.group);
-  p.blocks = (DH + p.rows - 1) / p.rows;
-  p.kept_rows_fit = (p.rows + FastPlan::kForwardSpanSlack) * p.out_row * static_cast<int64_t>(sizeof(acc_t)) <=
-                    FastPlan::kKeptRowsBytes;
-  for (int64_t b = 0; b < p.blocks && p.forward; ++b) {
-    int64_t sy0, sy1;
-    th.sources(b * p.rows, std::min(DH, (b + 1) * p.rows), sy0, sy1);
-    p.scatter_blocks += !p.gathers(sy0, sy1);
-  }
-  p.h_pass = p.forward && p.scatter_blocks < p.blocks ? HPass::Gather : HPass::Scatter;
-  if (p.h_pass == HPass::Scatter) p.scatter_blocks = 0;
-  // The split input rows serve the gather only: where some block scatters, plan again without splitting.
-  if (p.split_input && (p.h_pass != HPass::Gather || p.scatter_blocks > 0))
-    return plan_fast<scalar_t, acc_t>(src, dst, th, tw, table, channels_last_out, false);
-#ifdef RBG_X86_FAST
-  // Float rows halved along W with the H pass first (AVX-512, rows read in place; up to 4 interleaved channels): each
-  // output row's H sums go straight from registers into the W pass's two gathers (x86::halve_row), none stored and
-  // read back; any H scale. The same sums in the same order as the two passes, so the same bits.
-  if constexpr (direct && std::is_same_v<acc_t, float>) {
-    if (p.forward && p.h_first && p.read_in_place && p.w_cl == cl && cl <= 4 && x86::has_avx512() &&
-        x86::build_halve_plan(table, SW, DW, cl, p.halve_plan))
-      p.halve = true;
-  }
-#endif
-  // Output rows are built in a float buffer and written out in one sequential sweep when they need narrowing or
-  // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
-  // rows.
-  p.staged = !direct || (p.planar_out && !p.split_input) || (p.h_first && transposed && !p.halve);
-  // Float outputs that would leave the cache before the call returns are written with non-temporal stores (no
-  // read-for-ownership of every line), where each row is whole 64-byte lines:
-  //  - W first, by the H pass: outputs of kStreamStoreBytes or more;
-  //  - H first, by the permute W pass's 16-lane blocks (AVX-512; the 8-lane ones store as usual): where the input read
-  //    and the output written come to kStreamStoreBytes or more, since the input streaming through the caches evicts
-  //    the output's lines as well (measured 1.18x on 1080p RGB halved, 1.02-1.09x on calls of 10-23 MiB).
-#ifdef RBG_X86_FAST
-  if constexpr (direct && std::is_same_v<acc_t, float>) {
-    const int64_t out_bytes = dst.numel() * static_cast<int64_t>(sizeof(float));
-    const int64_t in_bytes = src.numel() * static_cast<int64_t>(sizeof(float));
-    // The forward's passes write the output rows themselves (not staged), each row whole 64-byte lines.
-    const bool rows_of_lines = p.forward && !p.staged && (p.planar_out ? DW : p.out_row) % 16 == 0 &&
-                               reinterpret_cast<uintptr_t>(dst.const_data_ptr()) % 64 == 0;
-    if (!p.h_first)
-      p.stream_out = rows_of_lines && p.h_pass == HPass::Gather && x86::has_avx2() &&
-                     out_bytes >= x86::kStreamStoreBytes;
-    else
-      p.stream_out = rows_of_lines && (p.w_pass == WPass::Permute || p.halve) && x86::has_avx512() &&
-                     in_bytes + out_bytes >= x86::kStreamStoreBytes;
-  }
-#endif
-  // Gathering forwards that read rows lying back to back fetch the next task's rows as they go: H first in the
-  // permute W pass, W first in the H pass; rows halved along W (halve), the rows two output rows ahead.
-  const int64_t task_read_bytes = std::max<int64_t>(1, SH * p.rows / DH) * p.in_row * int64_t{sizeof(scalar_t)};
-  p.fetch_next = p.forward && p.read_in_place && (SH == 1 || src.stride(2) == p.in_row) &&
-                 task_read_bytes >= FastPlan::kMinFetchBytes &&
-                 (p.h_first ? p.w_pass == WPass::Permute || p.halve
-                            : p.h_pass == HPass::Gather && p.scatter_blocks == 0);
-#ifdef RBG_X86_FAST
-  // Float planes doubled along both axes (AVX-512, rows read in place; also rows of 2 to 4 interleaved channels, in
-  // strips of 16 elements): both passes in one walk down each strip of 32 output columns, the W-pass values of the
-  // five source rows an output row pair needs held in registers, so that no
-  // W-pass row is stored and read back and the arithmetic overlaps the output's stores; the same sums in the same
-  // order as the two passes, so the same bits (bit-exact on the interior in a model: 1.17-1.24x on 1024^2 doubled).
-  // Tasks then keep no rows between them: blocks of rows_per_task's height, even (row pairs), recomputing the four
-  // source rows above each block once per strip.
-  if constexpr (direct && std::is_same_v<acc_t, float>) {
-    // Interleaved input rows with an NCHW output (split_input) are split into planes' rows first, the task's
-    // source rows at once: at most kSplitRowsBytes of them, so that they stay in L2 for the walks.
-    const int64_t split_pairs = p.split_input ? FastPlan::kSplitRowsBytes / (p.in_row * int64_t{sizeof(float)}) - 4 : 0;
-    if (p.forward && !p.h_first && p.w_pass == WPass::Permute && p.w_cl <= 4 && !(p.w_cl > 1 && p.planar_out) &&
-        (p.read_in_place || (p.split_input && split_pairs >= 1)) && !p.staged && p.h_pass == HPass::Gather &&
-        p.scatter_blocks == 0 && x86::has_avx512() &&
-        x86::build_up2x2_plan(table, th.map, SH, SW, DH, DW, p.w_cl, p.up2x2_plan)) {
-      p.up2x2 = true;
-      int64_t block = rows_per_task(p.units, DH);
-      if (p.split_input) block = std::min(block, 2 * split_pairs);
-      p.rows = std::min(DH, block + block % 2);
-      p.blocks = (DH + p.rows - 1) / p.rows;
-      p.fetch_next = false;
+  const char* w_kernel() const {
+    switch (w_pass) {
+      case WPass::Permute: return "x86::w_pass_permute";
+      case WPass::Fused4: return kernels.w_pass == Isa::Avx512 ? "x86::fused4_rows" : "combine4";
+      case WPass::Gather: return "w_pass_gather_channels";
+      case WPass::Transposed: return "w_pass_lanes";
     }
+    return "";
   }
-#endif
-  // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
-  // for the forward's gather).
-  p.mid = p.up2x2 || p.halve ? 0
-          : p.h_first ? p.rows * p.in_row
-          : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
-                                      : p.group * p.out_row;
-  p.gbuf = p.read_in_place ? 0
-           : p.up2x2      ? (p.rows / 2 + 4) * p.in_row  // split_input: the task's source rows in planes
-                          : (p.h_first ? 1 : p.group) * p.in_row;
-  p.lanes_in = transposed ? p.max_span * L : 0;
-  p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
-  p.obuf = p.staged ? p.rows * p.out_row : 0;
-  p.guard_rows = p.split_input && std::is_same_v<acc_t, float> ? p.rows * p.out_row : 0;
-  return p;
-}
+  const char* lanes_kernel() const {
+    if (kernels.lanes == Isa::Portable) return "transpose_loop";
+    if (w_cl == 1) return kernels.lanes == Isa::Avx512 ? "x86::transpose_tile" : "x86::transpose_tile_avx2";
+    return kernels.lanes == Isa::Avx512 ? "x86::move_channel_groups" : "x86::move_small_channel_groups";
+  }
+  const char* h_kernel() const {
+    if (h_pass == HPass::Scatter || !forward) return "axpy";
+    if (h_first || !acc_float) return "combine4";
+    if (kernels.rows == Isa::Avx512) return "x86::combine4x2_checked16";
+    if (kernels.rows == Isa::Avx2) return "x86::combine4x2_checked";
+    return "combine4_checked";
+  }
+};
 
 bool print_plans() {
   static const bool yes = std::getenv("RBG_CPU_PLAN") != nullptr;

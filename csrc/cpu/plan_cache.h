@@ -15,6 +15,7 @@
 
 #include "axis.h"
 #include "plan.h"
+#include "planner.h"
 
 namespace rbg::cpu {
 namespace {
@@ -116,7 +117,6 @@ std::shared_ptr<const FastCall<acc_t>> fast_call(const PlanKey& key, const at::T
   call->bytes = vector_bytes(call->h_csr.ptr) + vector_bytes(call->h_csr.col) + vector_bytes(call->h_csr.w) +
                 vector_bytes(call->table.ptr) + vector_bytes(call->table.col) + vector_bytes(call->table.w) +
                 vector_bytes(call->plan.chunks);
-#ifdef RBG_X86_FAST
   const x86::PermutePlan& pp = call->plan.permute;
   call->bytes += vector_bytes(pp.kind) + vector_bytes(pp.base) + vector_bytes(pp.index) + vector_bytes(pp.weight);
   const x86::Up2x2Plan& up = call->plan.up2x2_plan;
@@ -124,7 +124,6 @@ std::shared_ptr<const FastCall<acc_t>> fast_call(const PlanKey& key, const at::T
                  vector_bytes(up.lane_index) + vector_bytes(up.lane_weight);
   const x86::HalvePlan& hp = call->plan.halve_plan;
   call->bytes += vector_bytes(hp.edge_origin) + vector_bytes(hp.edge_index) + vector_bytes(hp.edge_high);
-#endif
   std::shared_ptr<const FastCall<acc_t>> made = std::move(call);
   cache.keep(key, made);
   return made;

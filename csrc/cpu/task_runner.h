@@ -20,7 +20,7 @@ namespace {
 
 // Takes one task (unit, block of output rows) through the passes its plan names.
 template <typename scalar_t, typename acc_t>
-void run_task(TaskState<scalar_t, acc_t>& st, int64_t task) {
+inline void run_task(TaskState<scalar_t, acc_t>& st, int64_t task) {
   st.tested = st.nonfinite = false;
   const int64_t u = task / st.p.blocks;
   const int64_t y0 = (task % st.p.blocks) * st.p.rows, y1 = std::min(st.p.DH, y0 + st.p.rows);

@@ -13,9 +13,6 @@
 
 #include "axis.h"
 #include "dispatch.h"
-#include "isa.h"
-#include "kernels/fused4.h"
-#include "kernels/permute.h"
 #include "plan.h"
 #include "portable.h"
 #include "scratch.h"
@@ -71,7 +68,7 @@ struct TaskState {
       if constexpr (kDirect) {
         return sr + e0;
       } else {
-        widen(buf, sr + e0, len);
+        widen(p.kernels.convert, buf, sr + e0, len);
         return buf;
       }
     }
@@ -89,41 +86,25 @@ struct TaskState {
     const AxisCsr<acc_t>& table = io.table;
     switch (p.w_pass) {
       case WPass::Permute: {
-  #ifdef RBG_X86_FAST
         if constexpr (std::is_same_v<acc_t, float>) {
           // In steps of 64 rows: the padded row tails stay 12 KiB whatever the task's height.
           constexpr int64_t kPermuteRows = 64;
           float* const pad = sized(scratch.pad, std::min(n, kPermuteRows) * x86::kPermutePad);
           bool bad = false;
           for (int64_t r0 = 0; r0 < n; r0 += kPermuteRows)
-            bad = x86::w_pass_permute(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
-                                      std::min(kPermuteRows, n - r0), p.permute, pad, final, final && p.stream_out,
-                                      r0 == 0 ? fetch : nullptr, fetch_end) || bad;
+            bad = permute_w_pass(out + r0 * out_row, out_row, in + r0 * in_stride, in_stride,
+                                 std::min(kPermuteRows, n - r0), p.permute, pad, final, final && p.stream_out,
+                                 r0 == 0 ? fetch : nullptr, fetch_end) || bad;
           if (final) {
             tested = true;
             nonfinite = nonfinite || bad;
           }
         }
-  #endif
         return;
       }
       case WPass::Fused4:
-  #ifdef RBG_X86_FAST
-        if constexpr (std::is_same_v<acc_t, float>) {
-          if (x86::has_avx512())
-            return x86::fused4_rows(out, out_row, in, in_stride, n, table.col.data(), table.w.data(), p.DW, cl);
-        }
-  #endif
-        for (int64_t r = 0; r < n; ++r) {
-          const acc_t* row = in + r * in_stride;
-          for (int64_t i = 0; i < p.DW; ++i) {
-            const int64_t* s = table.col.data() + 4 * i;
-            const acc_t* w = table.w.data() + 4 * i;
-            combine4(out + r * out_row + i * cl, row + s[0] * cl, row + s[1] * cl, row + s[2] * cl, row + s[3] * cl,
-                     w[0], w[1], w[2], w[3], cl);
-          }
-        }
-        return;
+        return fused4_w_pass(p.kernels.w_pass, out, out_row, in, in_stride, n, table.col.data(), table.w.data(), p.DW,
+                           cl);
       case WPass::Gather:
         for (int64_t r = 0; r < n; ++r)
           w_pass_gather_channels(out + r * out_row, in + r * in_stride, cl, cl, table.ptr.data(), table.col.data(),
@@ -133,9 +114,11 @@ struct TaskState {
         for (int64_t r0 = 0; r0 < n; r0 += kLanes<acc_t> / cl) {
           const int64_t lines = std::min(kLanes<acc_t> / cl, n - r0) * cl;
           for (const WChunk& c : p.chunks) {
-            lines_to_lanes(lanes_in, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines, c.o1 - c.o0);
+            lines_to_lanes(p.kernels.lanes, lanes_in, in + r0 * in_stride + c.o0 * cl, in_stride, cl, lines,
+                           c.o1 - c.o0);
             w_pass_lanes(lanes_out, lanes_in, table.ptr.data(), table.col.data(), table.w.data(), c.i0, c.i1, c.o0);
-            lanes_to_lines(out + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines, c.i1 - c.i0);
+            lanes_to_lines(p.kernels.lanes, out + r0 * out_row + c.i0 * cl, lanes_out, out_row, cl, lines,
+                           c.i1 - c.i0);
           }
         }
         return;
@@ -183,7 +166,7 @@ struct TaskState {
   scalar_t* planes_of(int64_t u, int64_t y) const { return io.dst + (u * p.C * p.DH + y) * p.DW; }
   // Interleaved output rows [y0, y1) of image u split into its planes (planar_out).
   void write_planes(int64_t u, int64_t y0, int64_t y1, const acc_t* rows) const {
-    split_into_planes(planes_of(u, y0), p.DW, p.DH * p.DW, rows, p.out_row, y1 - y0, p.DW, p.C);
+    split_into_planes(p.kernels.split, planes_of(u, y0), p.DW, p.DH * p.DW, rows, p.out_row, y1 - y0, p.DW, p.C);
   }
 
   const FastPlan& p;

@@ -113,18 +113,6 @@ __attribute__((target("avx512f"))) inline bool combine4x2_checked16(float* out_a
   return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
 }
 
-// Two output rows at once (combine4x2_checked), with 16 lanes where the CPU has AVX-512. shift: row b's source rows
-// are row a's (0) or those shifted by one (1).
-template <bool kStream>
-inline bool combine4x2_rows(float* out_a, float* out_b, const float* const r[5], int64_t shift, const float wa[4],
-                            const float wb[4], int64_t n) {
-  if (has_avx512())
-    return shift ? combine4x2_checked16<1, kStream>(out_a, out_b, r, wa, wb, n)
-                 : combine4x2_checked16<0, kStream>(out_a, out_b, r, wa, wb, n);
-  return shift ? combine4x2_checked<1, kStream>(out_a, out_b, r, wa, wb, n)
-               : combine4x2_checked<0, kStream>(out_a, out_b, r, wa, wb, n);
-}
-
 }  // namespace rbg::cpu::x86
 
 #endif  // RBG_X86_FAST

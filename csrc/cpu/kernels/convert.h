@@ -1,5 +1,6 @@
 // float16 <-> float32 with F16C (8 lanes, AVX2 machines) or AVX-512 (16 lanes), round to nearest even like
-// c10::Half; and the non-temporal whole-line fill that benchmarks/bench_ceiling.py times (stream_fill).
+// c10::Half; the store fence and the prefetch the passes use; and the non-temporal whole-line fill that
+// benchmarks/bench_ceiling.py times (stream_fill).
 #pragma once
 
 #include "../isa.h"
@@ -45,6 +46,12 @@ __attribute__((target("avx2,f16c"))) inline void narrow_f16c(c10::Half* y, const
                      _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
 }
+
+// Orders the non-temporal stores before the loads and stores that follow (sfence).
+inline void store_fence() { _mm_sfence(); }
+
+// Fetches the 64-byte line at p towards the L2 cache (prefetcht1).
+inline void prefetch_l2(const char* p) { _mm_prefetch(p, _MM_HINT_T1); }
 
 // n floats from p (on a 64-byte line, n a multiple of 16) set to v with non-temporal stores: the whole-line stores the
 // engine writes large outputs with, and nothing else (bench_ceiling.py's stream floor). The caller fences.

@@ -4,19 +4,13 @@
 // (portable.h).
 #pragma once
 
-#include "../isa.h"
-
-#ifdef RBG_X86_FAST
-
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "../isa.h"
 #include "../axis.h"
-#include "vector_ops.h"
 
 namespace rbg::cpu::x86 {
 
@@ -49,6 +43,16 @@ struct HalvePlan {
 
 // The slot of strip s (outside [s_lo, s_hi)) in the edge tables: the strips before the interior, then those after.
 inline int64_t halve_edge_slot(const HalvePlan& p, int64_t s) { return s < p.s_lo ? s : p.s_lo + (s - p.s_hi); }
+
+}  // namespace rbg::cpu::x86
+
+#ifdef RBG_X86_FAST
+
+#include <immintrin.h>
+
+#include "vector_ops.h"
+
+namespace rbg::cpu::x86 {
 
 // The H sums interior strip s's gathers read: elements 32 s .. 32 s + 31 (lo, hi) and, for 3 channels, the vectors
 // before and after them. Strip s + 1's vector before is strip s's hi, its lo strip s's after: each strip computes two.
@@ -182,6 +186,13 @@ __attribute__((target("avx512f"))) inline bool halve_row(float* out, const float
   }
 }
 
+}  // namespace rbg::cpu::x86
+
+#endif  // RBG_X86_FAST
+
+// The planner (plain C++: the plan, not the kernels, needs x86).
+namespace rbg::cpu::x86 {
+
 namespace {
 
 // Whether a forward's W table halves rows (with half-pixel centres) of cl interleaved channels, 1 to 4: output
@@ -269,5 +280,3 @@ bool build_halve_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, int
 }  // namespace
 
 }  // namespace rbg::cpu::x86
-
-#endif  // RBG_X86_FAST

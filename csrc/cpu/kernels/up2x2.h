@@ -4,19 +4,13 @@
 // (portable.h).
 #pragma once
 
-#include "../isa.h"
-
-#ifdef RBG_X86_FAST
-
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "../isa.h"
 #include "../axis.h"
-#include "vector_ops.h"
 
 namespace rbg::cpu::x86 {
 
@@ -41,6 +35,17 @@ struct Up2x2Plan {
 };
 
 // A strip's edge taps, read once before its walk: the plan's fields would be read again after every store (the
+
+}  // namespace rbg::cpu::x86
+
+#ifdef RBG_X86_FAST
+
+#include <immintrin.h>
+
+#include "vector_ops.h"
+
+namespace rbg::cpu::x86 {
+
 // vector stores may alias anything), which cost the edge strips ~30 instructions per step.
 struct Up2x2Edge {
   __mmask16 m0, m1;  // the two loads' lanes inside the row
@@ -249,6 +254,13 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
   return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
 }
 
+}  // namespace rbg::cpu::x86
+
+#endif  // RBG_X86_FAST
+
+// The planner (plain C++: the plan, not the kernels, needs x86).
+namespace rbg::cpu::x86 {
+
 namespace {
 
 // Whether a forward of float planes doubles both axes with half-pixel centres: output o of either axis takes the
@@ -318,5 +330,3 @@ bool build_up2x2_plan(const AxisCsr<float>& w_table, const AxisMap<float>& mh, i
 }  // namespace
 
 }  // namespace rbg::cpu::x86
-
-#endif  // RBG_X86_FAST

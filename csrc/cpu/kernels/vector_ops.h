@@ -15,11 +15,6 @@
 
 namespace rbg::cpu::x86 {
 
-// Outputs of at least this many bytes are written with non-temporal stores where whole lines allow: beyond
-// the L2 caches, and measured 9-15% faster from 6.5 MiB up on this 32 MiB-L3 machine (neutral at 4 MiB).
-// A fixed size: inside VMs the C library reports the host's L3.
-constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
-
 // The overflow guard's inf/NaN test of 8 values: exponent bits all set <=> (bits & exp) + one exponent ulp
 // carries into the sign bit (any_nonfinite's trick in portable.h). OR the results together; a
 // sign bit set at the end means some value was not finite.
