@@ -127,6 +127,10 @@ emulated_npu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "testing", "*.cp
                            + glob.glob(os.path.join(ROOT, "csrc", "op_host", "*.cpp"))
                            + glob.glob(os.path.join(ROOT, "csrc", "emulator", "*.cpp")))
 
+# The CPU engine's kernels one by one, for their testers (tests/test_cpu_kernels.py): the engine's rooms compiled a
+# second time into a test-only library, loaded only by the tests.
+cpu_kernels_sources = rel([os.path.join(ROOT, "csrc", "testing", "cpu_kernels", "cpu_kernels_module.cpp")])
+
 setup(
     ext_modules=[
         CppExtension(
@@ -142,6 +146,14 @@ setup(
             emulated_npu_sources,
             include_dirs=[os.path.join(ROOT, "csrc")],
             # hidden: its copies of the tiling and emulator never interpose on _C's
+            extra_compile_args={"cxx": cxx_flags + ["-fvisibility=hidden"]},
+            extra_link_args=link_flags,
+            define_macros=define_macros,
+        ),
+        CppExtension(
+            "torch_resize_bicubic.testing._cpu_kernels",
+            cpu_kernels_sources,
+            include_dirs=[os.path.join(ROOT, "csrc")],
             extra_compile_args={"cxx": cxx_flags + ["-fvisibility=hidden"]},
             extra_link_args=link_flags,
             define_macros=define_macros,
