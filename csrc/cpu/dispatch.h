@@ -142,16 +142,11 @@ inline bool rows_pair(Isa isa) { return isa != Isa::Portable; }
 inline bool combine_row_pair(Isa isa, bool stream, float* out_a, float* out_b, const float* const r[5], int64_t shift,
                             const float wa[4], const float wb[4], int64_t n) {
 #ifdef RBG_X86_FAST
-  if (isa == Isa::Avx512) {
-    if (stream) return shift ? x86::combine4x2_checked16<1, true>(out_a, out_b, r, wa, wb, n)
-                             : x86::combine4x2_checked16<0, true>(out_a, out_b, r, wa, wb, n);
-    return shift ? x86::combine4x2_checked16<1, false>(out_a, out_b, r, wa, wb, n)
-                 : x86::combine4x2_checked16<0, false>(out_a, out_b, r, wa, wb, n);
-  }
-  if (stream) return shift ? x86::combine4x2_checked<1, true>(out_a, out_b, r, wa, wb, n)
-                           : x86::combine4x2_checked<0, true>(out_a, out_b, r, wa, wb, n);
-  return shift ? x86::combine4x2_checked<1, false>(out_a, out_b, r, wa, wb, n)
-               : x86::combine4x2_checked<0, false>(out_a, out_b, r, wa, wb, n);
+  return x86::with_flags([&](auto streamed, auto shifted) RBG_LAMBDA {
+    constexpr int kShift = shifted() ? 1 : 0;
+    return isa == Isa::Avx512 ? x86::combine4x2_checked16<kShift, streamed()>(out_a, out_b, r, wa, wb, n)
+                              : x86::combine4x2_checked<kShift, streamed()>(out_a, out_b, r, wa, wb, n);
+  }, stream, shift != 0);
 #else
   (void)isa, (void)stream, (void)out_a, (void)out_b, (void)r, (void)shift, (void)wa, (void)wb, (void)n;
   kernel_not_built("combine_row_pair");

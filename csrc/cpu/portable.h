@@ -13,6 +13,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "nonfinite.h"
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(RBG_NO_MULTIVERSION)
 // GCC function multi-versioning: the loader picks the widest ISA the CPU has. The loops are
 // element-wise and built with -ffp-contract=off, so every variant gives bit-identical results.
@@ -59,8 +61,8 @@ RBG_MULTIVERSION void combine4(acc_t* __restrict out, const acc_t* r0, const acc
   for (int64_t i = 0; i < n; ++i) out[i] = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
 }
 
-// combine4 for float rows that are final outputs, with the overflow guard's inf/NaN test fused in (the
-// carry trick of any_nonfinite below), so the rows need not be read again. True if any value is not finite.
+// combine4 for float rows that are final outputs, with the overflow guard's inf/NaN test (nonfinite.h) fused in, so
+// the rows need not be read again. True if any value is not finite.
 RBG_MULTIVERSION bool combine4_checked(float* __restrict out, const float* r0, const float* r1, const float* r2,
                                        const float* r3, float w0, float w1, float w2, float w3, int64_t n) {
   uint32_t carry = 0;
@@ -69,9 +71,9 @@ RBG_MULTIVERSION bool combine4_checked(float* __restrict out, const float* r0, c
     out[i] = v;
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof(bits));
-    carry |= (bits & 0x7f800000u) + 0x00800000u;
+    carry |= nonfinite_carry_bits(bits);
   }
-  return (carry & 0x80000000u) != 0;
+  return (carry & kNonfiniteSignBit) != 0;
 }
 
 // Lines per transposed block: one 64-byte vector of the accumulation type.
@@ -164,13 +166,12 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
   }
 }
 
-// True if any of n floats is inf or NaN (all exponent bits set); a branch-free loop that vectorises.
-// Adding one to an exponent of all ones carries into the sign bit: an integer OR-reduction, which vectorises.
+// True if any of n floats is inf or NaN (nonfinite.h): an integer OR-reduction, branch-free, which vectorises.
 RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
   const uint32_t* bits = reinterpret_cast<const uint32_t*>(p);
   uint32_t carry = 0;
-  for (int64_t i = 0; i < n; ++i) carry |= (bits[i] & 0x7f800000u) + 0x00800000u;
-  return (carry & 0x80000000u) != 0;
+  for (int64_t i = 0; i < n; ++i) carry |= nonfinite_carry_bits(bits[i]);
+  return (carry & kNonfiniteSignBit) != 0;
 }
 
 }  // namespace

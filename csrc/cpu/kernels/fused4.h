@@ -17,8 +17,8 @@ namespace rbg::cpu::x86 {
 
 // Rows of cl >= 8 interleaved channels (fused4): output position i of each of the rows from its four source positions'
 // channels, h_sums16's ((a w0 + b w1) + c w2) + d w3 (combine4's order, the same bits), 16 channels per vector and the
-// last under a mask. Inline over a whole row: combine4 called per position (64 channels: four vectors) spent most of its time in
-// the call (~90 cycles a position; 8x64x56x56 channels_last doubled, one thread: W pass ~1.1 of 1.9 ms).
+// last under a mask. Inline over a whole row: combine4 called per position (64 channels: four vectors) spent most of its
+// time in the call (~90 cycles a position; 8x64x56x56 channels_last doubled, one thread: W pass ~1.1 of 1.9 ms).
 __attribute__((target("avx512f"))) inline void fused4_rows(float* out, int64_t out_stride, const float* in,
                                                            int64_t in_stride, int64_t rows, const int64_t* col,
                                                            const float* w, int64_t n_out, int64_t cl) {

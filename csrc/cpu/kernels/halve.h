@@ -92,19 +92,19 @@ __attribute__((target("avx512f"), always_inline)) inline void halve_gathers(cons
   }
 }
 
-// (((0 + t0 w0) + t1 w1) + t2 w2) + t3 w3 (weighted_sum16) stored at o, the first `valid` lanes; their inf/NaN carry
+// (((0 + t0 w0) + t1 w1) + t2 w2) + t3 w3 (weighted_sum) stored at o, the first `valid` lanes; their inf/NaN carry
 // ORed into carry.
 template <bool kStream>
 __attribute__((target("avx512f"), always_inline)) inline void halve_store(float* o, const __m512 t[4],
                                                                           const __m512 ww[4], int64_t valid,
                                                                           __m512i& carry) {
-  const __m512 acc = weighted_sum16(t, ww);
+  const __m512 acc = weighted_sum(t, ww);
   if (valid >= 16) {
-    store_tested16<kStream, true>(o, acc, carry);
+    store_tested<kStream, true>(o, acc, carry);
   } else {
     const __mmask16 m = first_lanes(valid);
     _mm512_mask_storeu_ps(o, m, acc);
-    carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(m, nonfinite_carry16(acc)));
+    carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(m, nonfinite_carry(acc)));
   }
 }
 
@@ -174,16 +174,11 @@ __attribute__((target("avx512f"))) inline bool halve_row_cl(float* out, const fl
 __attribute__((target("avx512f"))) inline bool halve_row(float* out, const float* const r[4], const float hw[4],
                                                          const HalvePlan& p, bool stream, const char* fetch = nullptr,
                                                          const char* fetch_end = nullptr) {
-  switch (p.cl) {
-    case 1: return stream ? halve_row_cl<1, true>(out, r, hw, p, fetch, fetch_end)
-                          : halve_row_cl<1, false>(out, r, hw, p, fetch, fetch_end);
-    case 2: return stream ? halve_row_cl<2, true>(out, r, hw, p, fetch, fetch_end)
-                          : halve_row_cl<2, false>(out, r, hw, p, fetch, fetch_end);
-    case 3: return stream ? halve_row_cl<3, true>(out, r, hw, p, fetch, fetch_end)
-                          : halve_row_cl<3, false>(out, r, hw, p, fetch, fetch_end);
-    default: return stream ? halve_row_cl<4, true>(out, r, hw, p, fetch, fetch_end)
-                           : halve_row_cl<4, false>(out, r, hw, p, fetch, fetch_end);
-  }
+  return with_value<1, 2, 3, 4>(static_cast<int>(p.cl), [&](auto cl) RBG_LAMBDA {
+    return with_flags([&](auto streamed) RBG_LAMBDA {
+      return halve_row_cl<cl(), streamed()>(out, r, hw, p, fetch, fetch_end);
+    }, stream);
+  });
 }
 
 }  // namespace rbg::cpu::x86

@@ -216,7 +216,7 @@ __attribute__((target("avx512f"))) inline __m256i win32_pair(float* out, int64_t
       const float* q = src[k] + r * in_stride;
       t[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(q), idx[k], _mm512_loadu_ps(q + 16));
     }
-    store_tested16<kStream, kTest>(out + r * out_stride + b * 8, weighted_sum16(t, w), carry);
+    store_tested<kStream, kTest>(out + r * out_stride + b * 8, weighted_sum(t, w), carry);
   }
   return fold_carry16(carry);
 }
@@ -250,8 +250,8 @@ __attribute__((target("avx512f"))) inline __m256i up2_wide(float* out, int64_t o
     __m512 lo, hi;
     up2_values(src + r * in_stride, we, wo, first, second, lo, hi);
     float* o = out + r * out_stride + b * 8;
-    store_tested16<kStream, kTest>(o, lo, carry);
-    store_tested16<kStream, kTest>(o + 16, hi, carry);
+    store_tested<kStream, kTest>(o, lo, carry);
+    store_tested<kStream, kTest>(o + 16, hi, carry);
   }
   return fold_carry16(carry);
 }
@@ -290,12 +290,14 @@ __attribute__((target("avx2"))) inline __m256i permute_blocks(float* out, int64_
       case PermutePlan::kShift4: c = shift_block<kTest, 4>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2: c = up2_pair<kTest>(out, out_stride, in, in_stride, rows, p, b); break;
       case PermutePlan::kUp2Wide:
-        c = stream && b % 2 == 0 ? up2_wide<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
-                                 : up2_wide<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        with_flags([&](auto streamed) RBG_LAMBDA {
+          c = up2_wide<streamed(), kTest>(out, out_stride, in, in_stride, rows, p, b);
+        }, stream && b % 2 == 0);
         break;
       case PermutePlan::kWin32:
-        c = stream && b % 2 == 0 ? win32_pair<true, kTest>(out, out_stride, in, in_stride, rows, p, b)
-                                 : win32_pair<false, kTest>(out, out_stride, in, in_stride, rows, p, b);
+        with_flags([&](auto streamed) RBG_LAMBDA {
+          c = win32_pair<streamed(), kTest>(out, out_stride, in, in_stride, rows, p, b);
+        }, stream && b % 2 == 0);
         break;
       default: c = _mm256_setzero_si256(); break;  // kUp2Next, kWin32Next: done with the block before
     }

@@ -64,7 +64,7 @@ __attribute__((target("avx512f"), always_inline)) inline void up2x2_w_row(const 
     const __m512 l0 = _mm512_maskz_loadu_ps(e.m0, q), l1 = _mm512_maskz_loadu_ps(e.m1, q + 16);
     __m512 t[5];
     for (int j = 0; j < 5; ++j) t[j] = _mm512_permutex2var_ps(l0, e.idx[j], l1);
-    const __m512 even = weighted_sum16(t, we), odd = weighted_sum16(t + 1, wo);
+    const __m512 even = weighted_sum(t, we), odd = weighted_sum(t + 1, wo);
     lo = _mm512_permutex2var_ps(even, first, odd);
     hi = _mm512_permutex2var_ps(even, second, odd);
   } else {
@@ -117,10 +117,10 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
     if constexpr (kFull) {
       // One test of the four vectors' sum: inf or NaN in any of them makes it inf or NaN. It can also overflow from
       // finite values near FLT_MAX; the guard then scans the rows and finds them finite (nothing is recomputed).
-      pair_sums16<1, false>(xl, we, wo, a[0], b[0], c);
-      pair_sums16<1, false>(xh, we, wo, a[1], b[1], c);
+      pair_sums<1, false>(xl, we, wo, a[0], b[0], c);
+      pair_sums<1, false>(xh, we, wo, a[1], b[1], c);
       const __m512 sum = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(b[0], b[1]));
-      carry = _mm512_or_si512(carry, nonfinite_carry16(sum));
+      carry = _mm512_or_si512(carry, nonfinite_carry(sum));
       if constexpr (kStream) {
         _mm512_stream_ps(o, a[0]);
         _mm512_stream_ps(o + 16, a[1]);
@@ -133,9 +133,9 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip(float* out, int64_
         _mm512_storeu_ps(o + out_stride + 16, b[1]);
       }
     } else {  // only the lanes inside the row are stored and tested
-      pair_sums16<1>(xl, we, wo, a[0], b[0], c);
+      pair_sums<1>(xl, we, wo, a[0], b[0], c);
       __m512i ch = _mm512_setzero_si512();
-      pair_sums16<1>(xh, we, wo, a[1], b[1], ch);
+      pair_sums<1>(xh, we, wo, a[1], b[1], ch);
       carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mlo, c));
       carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(mhi, ch));
       if (kStream && valid >= 16) {  // a whole first line (streamed rows are whole lines: valid is 16 here)
@@ -166,7 +166,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 up2x2_w_lanes(co
   const __m512 l0 = _mm512_maskz_loadu_ps(m0, q), l1 = _mm512_maskz_loadu_ps(m1, q + 16);
   __m512 t[4];
   for (int k = 0; k < 4; ++k) t[k] = _mm512_permutex2var_ps(l0, idx[k], l1);
-  return weighted_sum16(t, wl);
+  return weighted_sum(t, wl);
 }
 
 template <bool kFull, bool kStream>
@@ -196,7 +196,7 @@ __attribute__((target("avx512f"))) inline __m512i up2x2_strip_interleaved(float*
     if (fetch) _mm_prefetch(reinterpret_cast<const char*>(row(k + 2) + origin + 48), _MM_HINT_T0);
     __m512 a, b;
     __m512i c = _mm512_setzero_si512();
-    pair_sums16<1>(x, we, wo, a, b, c);
+    pair_sums<1>(x, we, wo, a, b, c);
     if constexpr (kFull) {
       carry = _mm512_or_si512(carry, c);
       if constexpr (kStream) {
@@ -225,31 +225,18 @@ __attribute__((target("avx512f"))) inline bool up2x2_rows(float* out, int64_t ou
                                                           const Up2x2Plan& p, bool stream) {
   __m512i carry = _mm512_setzero_si512();
   const int64_t strips = static_cast<int64_t>(p.origin.size());
-  if (p.cl > 1) {
-    for (int64_t s = 0; s < strips; ++s) {
-      const bool full = 16 * s + 16 <= p.out_w;
-      carry = _mm512_or_si512(
-          carry, !full    ? up2x2_strip_interleaved<false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                 : stream ? up2x2_strip_interleaved<true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                          : up2x2_strip_interleaved<true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s));
-    }
-    return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
-  }
   for (int64_t s = 0; s < strips; ++s) {
-    __m512i c;
-    const bool full = 32 * s + 32 <= p.out_w;
-    if (!full)
-      c = stream ? (p.edge[s] ? up2x2_strip<true, false, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                              : up2x2_strip<false, false, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s))
-          : p.edge[s] ? up2x2_strip<true, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                      : up2x2_strip<false, false, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
-    else if (p.edge[s])
-      c = stream ? up2x2_strip<true, true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                 : up2x2_strip<true, true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
-    else
-      c = stream ? up2x2_strip<false, true, true>(out, out_stride, plane, in_stride, row0, k0, k1, p, s)
-                 : up2x2_strip<false, true, false>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
-    carry = _mm512_or_si512(carry, c);
+    const bool full = p.cl > 1 ? 16 * s + 16 <= p.out_w : 32 * s + 32 <= p.out_w;
+    if (p.cl > 1) {  // whole strips of interleaved channels may stream; partial ones store as usual
+      with_flags([&](auto whole, auto streamed) RBG_LAMBDA {
+        carry = carry | up2x2_strip_interleaved<whole(), whole() && streamed()>(out, out_stride, plane, in_stride, row0,
+                                                                              k0, k1, p, s);
+      }, full, stream);
+    } else {
+      with_flags([&](auto edge, auto whole, auto streamed) RBG_LAMBDA {
+        carry = carry | up2x2_strip<edge(), whole(), streamed()>(out, out_stride, plane, in_stride, row0, k0, k1, p, s);
+      }, p.edge[s] != 0, full, stream);
+    }
   }
   return _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;  // any sign bit set
 }

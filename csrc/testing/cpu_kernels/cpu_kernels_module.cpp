@@ -180,7 +180,8 @@ std::tuple<bool, bool> halve_(at::Tensor out, const at::Tensor& rows4, int64_t i
   if (stream) store_fence();
   return {true, bad};
 }
-void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t cl, const std::vector<double>& hw) {
+void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t cl,
+                       const std::vector<double>& hw) {
   const int64_t row = in_len * cl;
   at::Tensor s = at::empty({row}, at::kFloat);
   const float* r = f32(rows4);
