@@ -1,4 +1,4 @@
-"""The CPU engine's plan (csrc/cpu/bicubic_resampler.cpp, FastPlan): decided before any thread starts, inspectable
+"""The CPU engine's plan (csrc/cpu/plan.h, FastPlan, built by planner.h): decided before any thread starts, inspectable
 as one line (torch_resize_bicubic._C._cpu_plan, or RBG_CPU_PLAN=1 for every call), and what runs."""
 import os
 import subprocess

@@ -1,7 +1,7 @@
 """Inputs whose strides differ from a dense tensor's only where they cannot matter (size-1 dimensions), and the
 image as torch sees it from numpy (torch.from_numpy(hwc).permute(2, 0, 1)[None]): channels_last memory whose size-1
 N carries stride C, so that PyTorch's layout rule gives an NCHW output. The CPU engine plans from how the rows really
-lie (csrc/cpu/bicubic_resampler.cpp, RowLayout): the same sums as for the dense tensor, so the same bits, and the
+lie (csrc/cpu/plan.h, RowLayout): the same sums as for the dense tensor, so the same bits, and the
 same plan wherever the output's layout is the same."""
 
 import numpy as np
