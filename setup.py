@@ -131,33 +131,24 @@ emulated_npu_sources = rel(glob.glob(os.path.join(ROOT, "csrc", "testing", "*.cp
 # second time into a test-only library, loaded only by the tests.
 cpu_kernels_sources = rel([os.path.join(ROOT, "csrc", "testing", "cpu_kernels", "cpu_kernels_module.cpp")])
 
+
+def extension(name, ext_sources, hidden=False):
+    # hidden: a test library's copies of the engine, tiling and emulator never interpose on _C's symbols
+    return CppExtension(
+        name,
+        ext_sources,
+        include_dirs=[os.path.join(ROOT, "csrc")],
+        extra_compile_args={"cxx": cxx_flags + (["-fvisibility=hidden"] if hidden else [])},
+        extra_link_args=link_flags,
+        define_macros=define_macros,
+    )
+
+
 setup(
     ext_modules=[
-        CppExtension(
-            "torch_resize_bicubic._C",
-            sources,
-            include_dirs=[os.path.join(ROOT, "csrc")],
-            extra_compile_args={"cxx": cxx_flags},
-            extra_link_args=link_flags,
-            define_macros=define_macros,
-        ),
-        CppExtension(
-            "torch_resize_bicubic.testing._emulated_npu",
-            emulated_npu_sources,
-            include_dirs=[os.path.join(ROOT, "csrc")],
-            # hidden: its copies of the tiling and emulator never interpose on _C's
-            extra_compile_args={"cxx": cxx_flags + ["-fvisibility=hidden"]},
-            extra_link_args=link_flags,
-            define_macros=define_macros,
-        ),
-        CppExtension(
-            "torch_resize_bicubic.testing._cpu_kernels",
-            cpu_kernels_sources,
-            include_dirs=[os.path.join(ROOT, "csrc")],
-            extra_compile_args={"cxx": cxx_flags + ["-fvisibility=hidden"]},
-            extra_link_args=link_flags,
-            define_macros=define_macros,
-        ),
+        extension("torch_resize_bicubic._C", sources),
+        extension("torch_resize_bicubic.testing._emulated_npu", emulated_npu_sources, hidden=True),
+        extension("torch_resize_bicubic.testing._cpu_kernels", cpu_kernels_sources, hidden=True),
     ],
     cmdclass={"build_ext": BuildWithNpu},
 )
