@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "aten_override.h"
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
 #include "cpu/bicubic_resampler.h"
@@ -63,6 +64,16 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
+  m.def("_set_aten_override", &rbg::set_aten_override, py::arg("on"),
+        "Routes covered calls of aten's CPU bicubic ops to this library's kernels (on) or PyTorch's (off)");
+  m.def("_aten_override_routing", &rbg::aten_override_routing, "Whether aten's CPU bicubic ops route to ours");
+  m.def(
+      "_cpu_scratch",
+      [] {
+        const rbg::cpu::ScratchState s = rbg::cpu::scratch_state();
+        return py::make_tuple(s.bytes, s.float_sets, s.double_sets);
+      },
+      "The CPU engine's scratch now: (bytes allocated, sets kept for float work, sets kept for float64 work)");
   m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,
         "How many output rows the CPU engine's float overflow guard has recomputed in double since the process started");
   m.def(
