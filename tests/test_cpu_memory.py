@@ -77,3 +77,47 @@ def test_forward_peak_extra_memory_below_one_float32_copy(shape, size, form):
     grew, out_bytes, in_bytes = map(int, done.stdout.split())
     extra = grew - out_bytes
     assert extra < max(out_bytes, in_bytes) + (1 << 20), (grew, out_bytes, in_bytes)
+
+
+# ---- many caller threads ----------------------------------------------------------------------------------
+
+THREADS_SCRIPT = r"""
+import sys, threading, torch, torch_resize_bicubic  # noqa: F401
+from torch_resize_bicubic import _C
+callers = int(sys.argv[1])
+torch.set_num_threads(2)
+cann = torch.ops.cann
+xs = [torch.randn(4, 32, 56, 56), torch.randn(1, 3, 540, 960),
+      torch.randn(2, 16, 128, 128).contiguous(memory_format=torch.channels_last), torch.randn(1, 3, 720, 1280).double()]
+def work():
+    for x in xs:
+        for h, w in ((x.shape[2] * 2, x.shape[3] * 2), (x.shape[2] // 2, x.shape[3] // 2)):
+            y = cann.resize_bicubic_v2(x, [h, w], False, [0.0, 0.0])
+            cann.resize_bicubic_v2_grad(y, x, False, [0.0, 0.0])
+started, release = threading.Barrier(callers + 1), threading.Event()
+def caller():
+    work()
+    started.wait()
+    release.wait()  # alive, with its OpenMP team, while the scratch is counted
+threads = [threading.Thread(target=caller) for _ in range(callers)]
+for t in threads:
+    t.start()
+started.wait()
+print(*_C._cpu_scratch())
+release.set()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.parametrize("callers", [1, 8])
+def test_scratch_kept_between_calls_does_not_grow_with_caller_threads(callers):
+    # Each Python thread that calls gets its own OpenMP team of T threads; with per-thread scratch, 8 callers kept 16
+    # sets (44 MB on this workload), now at most T sets are kept between calls, however many threads have called.
+    done = subprocess.run([sys.executable, "-c", THREADS_SCRIPT, str(callers)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    scratch_bytes, float_sets, double_sets = map(int, done.stdout.split())
+    assert 1 <= float_sets <= 2 and 1 <= double_sets <= 2
+    mib = 1 << 20
+    assert scratch_bytes <= 2 * (13.9 + 15.4) * mib  # T sets of each accumulation type (docs/performance.md)

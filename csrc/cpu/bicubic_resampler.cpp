@@ -115,7 +115,9 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
                                          call->table, call->h_direct()};
       fast_engine<scalar_t, acc_t>(plan, io);
     } else {
-      const std::string what = std::string(forward ? "forward" : "backward") + " streaming (tiles of taps on the fly)";
+      const StreamSplit split(N, C, dst_h, dst_w, channels_last, dir);
+      const std::string what = std::string(forward ? "forward" : "backward") + " streaming (tiles of taps on the fly), " +
+                               threads_note(split.tasks, split.grain);
       if (print_plans()) std::fprintf(stderr, "[rbg cpu plan] %s\n", what.c_str());
       if (describe_only) {
         *describe_only = what;
@@ -150,6 +152,10 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
 }
 
 int64_t overflow_guard_rows() { return rows_recomputed_in_double.load(std::memory_order_relaxed); }
+
+ScratchState scratch_state() {
+  return {scratch_bytes_live.load(std::memory_order_relaxed), ScratchLease<float>::kept(), ScratchLease<double>::kept()};
+}
 
 void stream_fill(at::Tensor& out, double value) {
   TORCH_CHECK(out.scalar_type() == at::kFloat && out.is_non_overlapping_and_dense() && out.device().is_cpu(),

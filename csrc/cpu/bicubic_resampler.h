@@ -36,4 +36,10 @@ void stream_fill(at::Tensor& out, double value);
 // Output rows the float overflow guard has recomputed in double since the process started (for tests).
 int64_t overflow_guard_rows();
 
+// The engine's scratch now: bytes allocated, and the sets the pool keeps between calls (float, double).
+struct ScratchState {
+  int64_t bytes, float_sets, double_sets;
+};
+ScratchState scratch_state();
+
 }  // namespace rbg::cpu

@@ -47,7 +47,7 @@ inline void scatter_w_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, 
                             int64_t sy0, int64_t sy1) {
   const int64_t in_row = st.p.in_row, out_row = st.p.out_row;
   st.ring_unit = -1;  // st.mid holds one group's W-pass results now
-  std::vector<uint8_t>& started = st.scratch.row_started;
+  ScratchVector<uint8_t>& started = st.scratch.row_started;
   started.assign(y1 - y0, 0);
   for (int64_t syg = sy0; syg < sy1; syg += st.p.group) {
     const int64_t n = std::min(st.p.group, sy1 - syg);

@@ -19,6 +19,7 @@
 #include "kernels/halve.h"
 #include "kernels/permute.h"
 #include "kernels/up2x2.h"
+#include "threads.h"
 
 namespace rbg::cpu {
 namespace {
@@ -38,15 +39,16 @@ namespace {
 // same code runs the forward resize (Y = Wh . X . Ww^T) and its gradient (dX = Wh^T . dY . Ww): only the
 // AxisOps differ.
 //
-// Extra memory, per thread and accumulation type (the scratch above): three row buffers (S or W-pass results, the
-// staged output rows or the W-pass results split into planes, a widened input row group), each at most 4 MiB: a
-// row of the fast path is at most kMaxFastRowBytes, the forward's W-first gather keeps at most kKeptRowsBytes of
+// Extra memory, per working thread and accumulation type (a scratch set, scratch.h): three row buffers (S or W-pass
+// results, the staged output rows or the W-pass results split into planes, a widened input row group), each at most
+// 4 MiB: a row of the fast path is at most kMaxFastRowBytes, the forward's W-first gather keeps at most kKeptRowsBytes of
 // source rows, and a transposed row group is kLanes / C_l rows of at most 16384 floats (1 MiB); two transposed
 // blocks of at most 4096 and 1024 positions x 64 bytes (320 KiB), the forward's ring of 8 widened rows (512 KiB
 // float), the streaming scratch (1 MiB float, 2 MiB double: the overflow guard uses it too), 12 KiB of padded row
 // tails and 64 KiB of row flags. Shared: two axis tables, at most kTableBudget (8 MiB) each, the permute W pass's
-// plan (at most 576 KiB), and the plan cache (kPlanCacheBytes). No buffer grows with N, C or H: with T threads at
-// most T x 15.9 MiB + 20.6 MiB for float work, T x 29.3 MiB + 20.6 MiB with float64 too (docs/performance.md).
+// plan (at most 576 KiB), and the plan cache (kPlanCacheBytes). No buffer grows with N, C or H: one call on T threads
+// takes at most T x 15.9 MiB + 20.6 MiB for float work, T x 29.3 MiB + 20.6 MiB with float64 too; between calls the
+// scratch pool keeps T sets (scratch.h, docs/performance.md).
 
 // How src's rows lie, read from its strides with every size-1 dimension ignored (such a dimension never moves an
 // address, and PyTorch's contiguity rules ignore its stride too): the C channels of a position next to each other
@@ -129,6 +131,7 @@ struct FastPlan {
   bool stream_out = false;       // non-temporal stores of the final rows
   bool fetch_next = false;       // the pass after the reads fetches the next task's input rows (forward gathers)
   int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
+  int64_t grain = 1;             // tasks per thread at least (threads.h): a small call runs on the calling thread
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
@@ -177,7 +180,8 @@ struct FastPlan {
     if (halve) s += ", both passes fused in rows (W halved)";
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
-         " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl);
+         " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl) + ", " +
+         threads_note(units * blocks, grain);
     if (split_input) {
       // the rows are read by the split (below)
     } else if (read_in_place) {

@@ -233,6 +233,14 @@ void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in)
   p.guard_rows = p.split_input && std::is_same_v<acc_t, float> ? p.rows * p.out_row : 0;
 }
 
+// The grain (threads.h): the call's cost from what it reads and writes, spread evenly over its tasks.
+template <typename scalar_t, typename acc_t>
+void plan_threads(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
+  const double elements = static_cast<double>(in.src.numel() + in.dst.numel());
+  const double call_ns = elements * kFastNsPerElement[std::is_same_v<acc_t, float> ? 0 : 1];
+  p.grain = grain_for(call_ns / static_cast<double>(p.units * p.blocks));
+}
+
 template <typename scalar_t, typename acc_t>
 FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
                    const AxisCsr<acc_t>& table, bool channels_last_out, bool may_split_input = true) {
@@ -246,6 +254,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   plan_stores(p, in);
   plan_up2x2(p, in);
   plan_kernels_and_scratch(p, in);
+  plan_threads(p, in);
   return p;
 }
 

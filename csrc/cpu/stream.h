@@ -15,6 +15,7 @@
 #include "axis.h"
 #include "portable.h"
 #include "scratch.h"
+#include "threads.h"
 
 namespace rbg::cpu {
 namespace {
@@ -62,7 +63,7 @@ struct TileArgs {
 };
 
 template <typename scalar_t, typename acc_t, typename math_t>
-void scatter_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& sources) {
+void scatter_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, ScratchVector<acc_t>& sources) {
   const int64_t rows = a.y1 - a.y0, cols = a.x1 - a.x0, nc = a.c1 - a.c0;
   std::fill(tile, tile + rows * cols * nc, acc_t(0));
   int64_t oy0, oy1, o0, o1;
@@ -109,7 +110,7 @@ void scatter_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::
 }
 
 template <typename scalar_t, typename acc_t, typename math_t>
-void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& /*unused*/) {
+void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, ScratchVector<acc_t>& /*unused*/) {
   const int64_t cols = a.x1 - a.x0, nc = a.c1 - a.c0;
   TapBlock<math_t> wb;
   block_taps(a.mw, a.x0, cols, wb.tap, wb.w);
@@ -135,10 +136,26 @@ void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::v
 }
 
 template <typename scalar_t, typename acc_t, typename math_t>
-void stream_tile(Direction dir, const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, std::vector<acc_t>& sources) {
+void stream_tile(Direction dir, const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile,
+                 ScratchVector<acc_t>& sources) {
   if (dir == Direction::Forward) return gather_tile(a, tile, sources);
   scatter_tile(a, tile, sources);
 }
+
+// The streaming path's tasks: tiles of output elements, and the grain for them (threads.h).
+struct StreamSplit {
+  int64_t units, row_tiles, col_tiles, ch_tiles, tasks, grain;
+  StreamSplit(int64_t N, int64_t C, int64_t DH, int64_t DW, bool channels_last, Direction dir) {
+    const int64_t cl = channels_last ? C : 1;
+    units = channels_last ? N : N * C;
+    row_tiles = (DH + kStreamRows - 1) / kStreamRows;
+    col_tiles = (DW + kStreamCols - 1) / kStreamCols;
+    ch_tiles = (cl + kStreamChannels - 1) / kStreamChannels;
+    tasks = units * row_tiles * col_tiles * ch_tiles;
+    const double outputs = static_cast<double>(N * C * DH * DW);
+    grain = grain_for(outputs * kStreamNsPerOutput[dir == Direction::Forward ? 0 : 1] / static_cast<double>(tasks));
+  }
+};
 
 // The whole resample through stream_tile, tiles spread over threads (each output element in one tile).
 template <typename scalar_t, typename acc_t>
@@ -146,13 +163,14 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
                    bool channels_last) {
   const int64_t N = src.size(0), C = src.size(1), DH = dst.size(2), DW = dst.size(3);
   const int64_t sn = src.stride(0), sc = src.stride(1), sh = src.stride(2), sw = src.stride(3);
-  const int64_t cl = channels_last ? C : 1, units = channels_last ? N : N * C, out_row = DW * cl;
-  const int64_t row_tiles = (DH + kStreamRows - 1) / kStreamRows, col_tiles = (DW + kStreamCols - 1) / kStreamCols;
-  const int64_t ch_tiles = (cl + kStreamChannels - 1) / kStreamChannels;
+  const int64_t cl = channels_last ? C : 1, out_row = DW * cl;
+  const StreamSplit split(N, C, DH, DW, channels_last, mh.dir);
+  const int64_t row_tiles = split.row_tiles, col_tiles = split.col_tiles, ch_tiles = split.ch_tiles;
   const scalar_t* s = src.const_data_ptr<scalar_t>();
   scalar_t* y = dst.mutable_data_ptr<scalar_t>();
-  at::parallel_for(0, units * row_tiles * col_tiles * ch_tiles, 1, [&](int64_t begin, int64_t end) {
-    Scratch<acc_t>& scratch = Scratch<acc_t>::local();
+  at::parallel_for(0, split.tasks, split.grain, [&](int64_t begin, int64_t end) {
+    const ScratchLease<acc_t> lease;
+    Scratch<acc_t>& scratch = *lease;
     acc_t* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t ct = task % ch_tiles, xt = task / ch_tiles % col_tiles;
@@ -170,7 +188,6 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
           for (int64_t c = c0; c < c1; ++c) yr[x * cl + c] = static_cast<scalar_t>(tr[(x - x0) * nc + c - c0]);
       }
     }
-    scratch.trim();
   });
 }
 
@@ -179,7 +196,8 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
 template <typename scalar_t>
 void stream_rows_in_double(const scalar_t* su, int64_t sh, int64_t sw, int64_t sc, int64_t cl,
                            const AxisMap<float>& mh, const AxisMap<float>& mw, int64_t y0, int64_t y1, float* rows) {
-  Scratch<double>& scratch = Scratch<double>::local();
+  const ScratchLease<double> lease;
+  Scratch<double>& scratch = *lease;
   double* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
   const int64_t DW = mw.dir == Direction::Forward ? mw.out : mw.in, out_row = DW * cl;
   for (int64_t r0 = y0; r0 < y1; r0 += kStreamRows) {
@@ -197,7 +215,6 @@ void stream_rows_in_double(const scalar_t* su, int64_t sh, int64_t sw, int64_t s
       }
     }
   }
-  scratch.trim();
 }
 
 // RBG_CPU_STREAM_ONLY=1 sends every shape through the streaming paths (the tests use it to compare paths).

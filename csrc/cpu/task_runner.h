@@ -44,10 +44,11 @@ inline void run_task(TaskState<scalar_t, acc_t>& st, int64_t task) {
   finish(st, su, u, ob, y0, y1);
 }
 
-// Executes a plan: tasks (unit, block of output rows) spread over the threads, each through run_task.
+// Executes a plan: tasks (unit, block of output rows) spread over the threads the plan's grain allows (threads.h),
+// each through run_task.
 template <typename scalar_t, typename acc_t>
 void fast_engine(const FastPlan& plan, const EngineIO<scalar_t, acc_t>& io) {
-  at::parallel_for(0, plan.units * plan.blocks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, plan.units * plan.blocks, plan.grain, [&](int64_t begin, int64_t end) {
     TaskState<scalar_t, acc_t> state(plan, io);
     for (int64_t task = begin; task < end; ++task) run_task(state, task);
   });

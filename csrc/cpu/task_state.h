@@ -52,12 +52,11 @@ struct TaskState {
   static constexpr bool kDirect = std::is_same_v<scalar_t, acc_t>;
 
   TaskState(const FastPlan& plan, const EngineIO<scalar_t, acc_t>& call)
-      : p(plan), io(call), scratch(Scratch<acc_t>::local()),
+      : p(plan), io(call), scratch(*lease),
         mid(sized(scratch.mid, plan.mid)), gbuf(sized(scratch.gbuf, plan.gbuf)),
         lanes_in(sized(scratch.lanes_in, plan.lanes_in)), lanes_out(sized(scratch.lanes_out, plan.lanes_out)),
         // The staged rows and the guard's rows of split_input never occur in one plan: one buffer holds either.
         obuf(sized(scratch.obuf, std::max(plan.obuf, plan.guard_rows))) {}
-  ~TaskState() { scratch.trim(); }
   TaskState(const TaskState&) = delete;
   TaskState& operator=(const TaskState&) = delete;
 
@@ -171,6 +170,7 @@ struct TaskState {
 
   const FastPlan& p;
   const EngineIO<scalar_t, acc_t>& io;
+  ScratchLease<acc_t> lease;  // this thread's scratch until the task region ends
   Scratch<acc_t>& scratch;
   acc_t* const mid;  // H first: rows of S; W first: W-pass results (of all the block's source rows when gathering)
   acc_t* const gbuf;
