@@ -23,7 +23,8 @@ std::vector<int64_t> to_ints(c10::SymIntArrayRef v) { return C10_AS_INTARRAYREF_
 at::Tensor resize_bicubic_v2_grad_cpu(const at::Tensor& grads, const at::Tensor& original_image,
                                       bool align_corners, at::ArrayRef<double> scales) {
   const auto out_shape = checked([&] {
-    return check_resize_bicubic_v2_grad(tensor_info(grads), tensor_info(original_image), scales.vec());
+    return check_resize_bicubic_v2_grad(tensor_info(grads, "grads"), tensor_info(original_image, "original_image"),
+                                        scales.vec());
   });
   return cpu::resize_bicubic_v2_grad(grads, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
 }
@@ -31,7 +32,8 @@ at::Tensor resize_bicubic_v2_grad_cpu(const at::Tensor& grads, const at::Tensor&
 at::Tensor resize_bicubic_v2_grad_adjoint_cpu(const at::Tensor& grads, const at::Tensor& original_image,
                                               bool align_corners, at::ArrayRef<double> scales) {
   const auto out_shape = checked([&] {
-    return check_resize_bicubic_v2_grad(tensor_info(grads), tensor_info(original_image), scales.vec());
+    return check_resize_bicubic_v2_grad(tensor_info(grads, "grads"), tensor_info(original_image, "original_image"),
+                                        scales.vec());
   });
   return cpu::resize_bicubic_v2_grad_adjoint(grads, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
 }
@@ -41,8 +43,8 @@ at::Tensor upsample_bicubic2d_backward_cpu(const at::Tensor& grad_output, c10::S
                                            std::optional<double> scales_h, std::optional<double> scales_w) {
   const double sh = scales_h.value_or(0.0), sw = scales_w.value_or(0.0);
   const auto out_shape = checked([&] {
-    return check_upsample_bicubic2d_backward(tensor_info(grad_output), to_ints(output_size), to_ints(input_size),
-                                             sh, sw);
+    return check_upsample_bicubic2d_backward(tensor_info(grad_output, "grad_output"), to_ints(output_size),
+                                             to_ints(input_size), sh, sw);
   });
   return cpu::resize_bicubic_v2_grad(grad_output, out_shape[2], out_shape[3], align_corners, sh, sw);
 }
@@ -50,7 +52,7 @@ at::Tensor upsample_bicubic2d_backward_cpu(const at::Tensor& grad_output, c10::S
 at::Tensor resize_bicubic_v2_cpu(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
                                  at::ArrayRef<double> scales) {
   const auto out_shape = checked([&] {
-    return check_resize_bicubic_v2(tensor_info(images), to_ints(size), scales.vec());
+    return check_resize_bicubic_v2(tensor_info(images, "images"), to_ints(size), scales.vec());
   });
   return cpu::resize_bicubic_v2(images, out_shape[2], out_shape[3], align_corners, scales[0], scales[1]);
 }
@@ -58,14 +60,15 @@ at::Tensor resize_bicubic_v2_cpu(const at::Tensor& images, c10::SymIntArrayRef s
 // aten reads a scale only when it is > 0 (NaN and -inf mean "not given"); +inf is read, as 1/inf = 0.
 double aten_scale(std::optional<double> s) { return s.has_value() && *s > 0.0 ? *s : 0.0; }
 
-void check_aten_float(const at::Tensor& t) {
+void check_aten_float(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_TYPE(t.defined(), name, " must be a torch.Tensor, got None");
   TORCH_CHECK(t.dim() == 4 && to_dtype(t.scalar_type()) != DType::Unsupported,
               "rbg: the aten override routes only 4-D float tensors here, got ", t.sizes(), " ", t.scalar_type());
 }
 
 at::Tensor upsample_bicubic2d_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
                                        std::optional<double> scales_h, std::optional<double> scales_w) {
-  check_aten_float(self);
+  check_aten_float(self, "self");
   const auto size = to_ints(output_size);
   TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
               "rbg: bad sizes for the aten override");
@@ -75,7 +78,7 @@ at::Tensor upsample_bicubic2d_aten_cpu(const at::Tensor& self, c10::SymIntArrayR
 at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
                                                 c10::SymIntArrayRef input_size, bool align_corners,
                                                 std::optional<double> scales_h, std::optional<double> scales_w) {
-  check_aten_float(grad_output);
+  check_aten_float(grad_output, "grad_output");
   const auto in = to_ints(input_size), out = to_ints(output_size);
   TORCH_CHECK(in.size() == 4 && out.size() == 2 && grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
               "rbg: bad sizes for the aten override");
@@ -85,19 +88,43 @@ at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c
       .contiguous();
 }
 
-// Quantized and sparse tensors reach the ops through their own dispatch keys; without a kernel there the
-// dispatcher would raise NotImplementedError. Say instead which argument has the wrong kind of tensor.
+// Quantized, sparse, nested and MKL-DNN tensors reach the ops through their own dispatch keys; without a kernel
+// there the dispatcher would raise NotImplementedError. Say instead which argument has the wrong kind of tensor.
 void reject_tensor_kind(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& args = op.schema().arguments();
   const size_t first = stack->size() - args.size();
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = (*stack)[first + i];
-    if (v.isTensor() && (v.toTensor().is_quantized() || v.toTensor().is_sparse() || v.toTensor().layout() != at::kStrided)) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    TORCH_CHECK_TYPE(!t.is_nested(), args[i].name(), ": ", op.schema().name(),
+                     " takes dense float tensors, got a nested tensor");
+    if (t.is_quantized() || t.is_sparse() || t.layout() != at::kStrided) {
       TORCH_CHECK_TYPE(false, args[i].name(), ": ", op.schema().name(), " takes dense float tensors, got a ",
-                       v.toTensor().toString(), " with layout ", v.toTensor().layout());
+                       t.toString(), " with layout ", t.layout());
     }
   }
   TORCH_CHECK_TYPE(false, op.schema().name(), ": unsupported tensor type");
+}
+
+// Every backend without a kernel of ours, and the call whose only tensor is None (which has no backend: the
+// dispatcher would say "no tensor arguments"): name the argument that is None, else say which device has no kernel.
+void reject_device(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t first = stack->size() - args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = (*stack)[first + i];
+    TORCH_CHECK_TYPE(!v.isNone() || args[i].type()->kind() != c10::TypeKind::TensorType, args[i].name(),
+                     " must be a torch.Tensor, got None");
+    if (v.isTensor()) TORCH_CHECK_TYPE(v.toTensor().defined(), args[i].name(), " must be a torch.Tensor, got None");
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = (*stack)[first + i];
+    if (v.isTensor())
+      TORCH_CHECK_NOT_IMPLEMENTED(false, op.schema().name(), " has no kernel for ", args[i].name(), " on device ",
+                                  v.toTensor().device(), " (CPU, and NPU builds with torch_npu)");
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op.schema().name(), " has no kernel for these arguments");
 }
 
 }  // namespace
@@ -141,3 +168,11 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
 TORCH_LIBRARY_IMPL(cann, QuantizedCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCsrCPU, m) { RBG_REJECT_ALL(m) }
+TORCH_LIBRARY_IMPL(cann, NestedTensorCPU, m) { RBG_REJECT_ALL(m) }
+TORCH_LIBRARY_IMPL(cann, MkldnnCPU, m) { RBG_REJECT_ALL(m) }
+TORCH_LIBRARY_IMPL(cann, CompositeExplicitAutograd, m) {
+  for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2",
+                           "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",
+                           "_upsample_bicubic2d_backward_aten"})
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_device>());
+}

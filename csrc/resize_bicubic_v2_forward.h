@@ -14,7 +14,7 @@ namespace rbg {
 inline at::Tensor resize_bicubic_v2_forward(const at::Tensor& images, c10::SymIntArrayRef size, bool align_corners,
                                             at::ArrayRef<double> scales) {
   checked([&] {
-    return check_resize_bicubic_v2(tensor_info(images), C10_AS_INTARRAYREF_SLOW(size).vec(), scales.vec());
+    return check_resize_bicubic_v2(tensor_info(images, "images"), C10_AS_INTARRAYREF_SLOW(size).vec(), scales.vec());
   });
   auto opt = [](double s) { return s > 0.0 ? std::optional<double>(s) : std::nullopt; };
   return at::upsample_bicubic2d_symint(images, size, align_corners, opt(scales[0]), opt(scales[1]));

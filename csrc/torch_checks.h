@@ -42,7 +42,9 @@ inline std::string python_dtype_name(at::ScalarType t) {
   }
 }
 
-inline TensorInfo tensor_info(const at::Tensor& t) {
+// `name`: the argument, for the error when it is None (an undefined tensor reaches a kernel that way).
+inline TensorInfo tensor_info(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_TYPE(t.defined(), name, " must be a torch.Tensor, got None");
   return TensorInfo{t.sizes().vec(), to_dtype(t.scalar_type()), python_dtype_name(t.scalar_type()),
                     t.device().str()};
 }

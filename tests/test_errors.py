@@ -100,3 +100,56 @@ def test_bad_input_is_rejected_by_fake_kernels_too(name, call, exc, arg):
         with pytest.raises(exc) as info:
             call()
     assert arg in str(info.value)
+
+
+# ---- every tensor argument of every op and API function: None and the tensor kinds no kernel of ours takes ----
+
+def _kinds():
+    dense = torch.randn(1, 1, 4, 4)
+    kinds = {
+        "None": lambda: None,
+        "nested": lambda: torch.nested.nested_tensor([torch.randn(1, 4, 4)]),
+        "jagged": lambda: torch.nested.nested_tensor([torch.randn(1, 4, 4), torch.randn(1, 4, 4)],
+                                                     layout=torch.jagged),
+        "sparse_coo": lambda: dense.to_sparse(),
+        "sparse_csr": lambda: torch.randn(4, 4).to_sparse_csr(),
+        "quantized": lambda: torch.quantize_per_tensor(dense, 0.1, 0, torch.qint8),
+    }
+    if torch.backends.mkldnn.is_available():
+        kinds["mkldnn"] = lambda: dense.to_mkldnn()
+    return kinds
+
+
+KINDS = _kinds()
+cann = torch.ops.cann
+g4, img2 = torch.randn(1, 1, 4, 4), torch.randn(1, 1, 2, 2)
+# (call with the argument `arg` replaced by `bad`, the argument's name)
+TENSOR_ARGS = [
+    (lambda bad: cann.resize_bicubic_v2(bad, [8, 8], False, [0.0, 0.0]), "images"),
+    (lambda bad: cann.resize_bicubic_v2_grad(bad, img2, False, [0.0, 0.0]), "grads"),
+    (lambda bad: cann.resize_bicubic_v2_grad(g4, bad, False, [0.0, 0.0]), "original_image"),
+    (lambda bad: cann._resize_bicubic_v2_grad_adjoint(bad, img2, False, [0.0, 0.0]), "grads"),
+    (lambda bad: cann._resize_bicubic_v2_grad_adjoint(g4, bad, False, [0.0, 0.0]), "original_image"),
+    (lambda bad: cann.upsample_bicubic2d_backward(bad, [4, 4], [1, 1, 2, 2], False), "grad_output"),
+    (lambda bad: cann._upsample_bicubic2d_aten(bad, [8, 8], False), "self"),
+    (lambda bad: cann._upsample_bicubic2d_backward_aten(bad, [4, 4], [1, 1, 2, 2], False), "grad_output"),
+    (lambda bad: trb.resize_bicubic(bad, size=(8, 8)), "input"),
+    (lambda bad: trb.resize_bicubic_v2_grad(bad, img2), "grads"),
+    (lambda bad: trb.resize_bicubic_v2_grad(g4, bad), "original_image"),
+    (lambda bad: trb.upsample_bicubic2d_backward(bad, [4, 4], [1, 1, 2, 2], False), "grad_output"),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # nested tensors are a prototype API
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference_mode"])
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("case", range(len(TENSOR_ARGS)))
+def test_none_and_other_tensor_kinds_raise_type_error_naming_the_argument(case, kind, mode):
+    # Before: None met an AttributeError ('NoneType' ... 'requires_grad') or "tensor does not have a device", and
+    # nested and MKL-DNN tensors a NotImplementedError, or an internal error in the Python API.
+    call, arg = TENSOR_ARGS[case]
+    bad = KINDS[kind]()
+    context = {"grad": torch.enable_grad, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}[mode]
+    with context(), pytest.raises(TypeError) as info:
+        call(bad)
+    assert arg in str(info.value), f"message does not name {arg!r}: {info.value}"

@@ -80,6 +80,10 @@ def _upsample_bicubic2d_backward_aten_fake(grad_output, output_size, input_size,
 # ---- autograd, forward AD and vmap of linear ops ---------------------------------------------------------
 
 _lib = torch.library.Library("cann", "IMPL")  # kept alive: holds the Autograd registrations
+try:  # the jagged nested tensor's class, to reject it by name (it has no public import path)
+    from torch.nested._internal.nested_tensor import NestedTensor as _JaggedTensor
+except ImportError:  # pragma: no cover - another torch layout of the same class
+    _JaggedTensor = None
 
 
 def _shape_only(like: torch.Tensor, shape) -> torch.Tensor:
@@ -107,6 +111,17 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
     ``adjoint(gy, x_shape, *rest)`` is the backward; the jvp is the op applied to the tangent.
     ``fold_batch(batch, *rest)`` returns ``rest`` for an x whose N has been multiplied by ``batch``."""
     op = getattr(torch.ops.cann, name).default
+    tensor_args = [(i, a.name) for i, a in enumerate(op._schema.arguments) if isinstance(a.type, torch.TensorType)]
+
+    def check_tensors(args):
+        # The first kernel a call meets: None (which the dispatcher passes for a Tensor argument) and nested tensors
+        # (whose jagged kind would otherwise reach its own dispatch first) get a TypeError naming the argument.
+        for i, arg_name in tensor_args:
+            t = args[i] if i < len(args) else None
+            if t is None:
+                raise TypeError(f"{arg_name} must be a torch.Tensor, got None")
+            if t.is_nested:
+                raise TypeError(f"{arg_name}: cann::{name} takes dense float tensors, got a nested tensor")
 
     def below_autograd(keyset, x, *rest):
         with torch._C._AutoDispatchBelowAutograd():
@@ -133,6 +148,7 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
         # Forward mode (fwAD dual tensors, torch.func.jvp): the op is linear, so its jvp is the op applied
         # to the tangent. Handled here rather than in an autograd.Function, which cannot run inside a
         # dispatcher kernel under torch.func transforms.
+        check_tensors(args)
         primal, tangent = fwAD.unpack_dual(args[0])
         if tangent is None and not (torch.is_grad_enabled() and args[0].requires_grad):
             return below_autograd(keyset, *args)  # nothing to record: the common call, kept cheap
@@ -149,6 +165,13 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
         return below_autograd(keyset, x, *rest)
 
     _lib.impl(name, autograd_kernel, "Autograd", with_keyset=True)
+    def reject_jagged(cls, func, types, args, kwargs):
+        check_tensors(args)  # names the nested argument
+        raise TypeError(f"cann::{name} takes dense float tensors, got a nested tensor")
+
+    if _JaggedTensor is not None:
+        # Where autograd is off (inference mode) a jagged nested tensor's own dispatch comes first.
+        torch.library.register_torch_dispatch(f"cann::{name}", _JaggedTensor, reject_jagged, lib=_lib)
 
     def vmap_rule(info, in_dims, x, *rest):
         if any(d is not None for d in in_dims[1:]) and not all(

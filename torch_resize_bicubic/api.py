@@ -32,6 +32,10 @@ def _pair(value, name: str, kinds) -> list:
 def _tensor(value, name: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.is_nested:
+        raise TypeError(f"{name} must be a dense tensor, got a nested tensor")
+    if value.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense tensor, got layout {value.layout}")
     return value
 
 
@@ -85,8 +89,7 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
             ``F.interpolate``; not allowed together with ``size``.
         antialias: as in ``F.interpolate`` (PyTorch's anti-aliased bicubic kernel).
     """
-    if not isinstance(input, torch.Tensor):
-        raise TypeError(f"input must be a torch.Tensor, got {type(input).__name__}")
+    _tensor(input, "input")
     if input.dtype not in _KERNEL_DTYPES + _PYTORCH_DTYPES:
         names = ", ".join(str(t) for t in _KERNEL_DTYPES + _PYTORCH_DTYPES)
         raise TypeError(f"input: unsupported dtype {input.dtype}; expected one of {names}")

@@ -70,7 +70,8 @@ at::Tensor run(const at::Tensor& grads_in, int64_t in_h, int64_t in_w, bool alig
 at::Tensor resize_bicubic_v2_grad_npu(const at::Tensor& grads, const at::Tensor& original_image, bool align_corners,
                                       at::ArrayRef<double> scales) {
   const auto shape = checked([&] {
-    return check_resize_bicubic_v2_grad(tensor_info(grads), tensor_info(original_image), scales.vec());
+    return check_resize_bicubic_v2_grad(tensor_info(grads, "grads"), tensor_info(original_image, "original_image"),
+                                        scales.vec());
   });
   return run(grads, shape[2], shape[3], align_corners, scales[0], scales[1]);
 }
@@ -80,7 +81,8 @@ at::Tensor upsample_bicubic2d_backward_npu(const at::Tensor& grad_output, c10::S
                                            std::optional<double> scales_h, std::optional<double> scales_w) {
   const double sh = scales_h.value_or(0.0), sw = scales_w.value_or(0.0);
   const auto shape = checked([&] {
-    return check_upsample_bicubic2d_backward(tensor_info(grad_output), C10_AS_INTARRAYREF_SLOW(output_size).vec(),
+    return check_upsample_bicubic2d_backward(tensor_info(grad_output, "grad_output"),
+                                             C10_AS_INTARRAYREF_SLOW(output_size).vec(),
                                              C10_AS_INTARRAYREF_SLOW(input_size).vec(), sh, sw);
   });
   return run(grad_output, shape[2], shape[3], align_corners, sh, sw);
