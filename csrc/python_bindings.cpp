@@ -75,7 +75,7 @@ PYBIND11_MODULE(_C, m) {
       },
       "The CPU engine's scratch now: (bytes allocated, sets kept for float work, sets kept for float64 work)");
   m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,
-        "How many output rows the CPU engine's float overflow guard has recomputed in double since the process started");
+        "How many output rows the CPU engine's overflow guard has recomputed in PyTorch's order since the process started");
   m.def(
       "check_resize_bicubic_v2_grad",
       [](const std::vector<int64_t>& gs, const std::string& gd, const std::string& gdev,

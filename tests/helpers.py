@@ -88,6 +88,12 @@ def assert_matches_reference(actual: torch.Tensor, grads: torch.Tensor, in_hw, a
                            f"{diff[bad].max().item()} vs bound {bound[bad][diff[bad].argmax()].item()}")
 
 
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal element by element, NaN where the other is NaN (torch.equal counts NaN as unequal)."""
+    nan = torch.isnan(a)
+    return torch.equal(nan, torch.isnan(b)) and torch.equal(a[~nan], b[~nan])
+
+
 def make_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     """The same values in another memory layout."""
     if layout == "contiguous":
@@ -140,8 +146,9 @@ def aten_forward(x, size, align_corners, scales=(None, None), dtype=None):
 def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
     """Our forward against a float64 reference, no further from it than PyTorch's own forward is.
 
-    PyTorch's float32 forward is not reproducible bit for bit (its effective tap weights differ from the
-    shared formula in the last bits, measured by resampling one-hot inputs), so the bound is per element:
+    The engine's forward is not PyTorch's bit for bit (PyTorch's AVX2/AVX-512 builds evaluate the weights and sums
+    with fused multiply-adds; the engine's weights are evaluated in double and rounded once), so the bound is per
+    element:
     one ulp of the result's dtype for float16/bfloat16 (one rounding at the end), plus twice PyTorch's own
     float32 deviation from float64 there, plus a summation-order term of 16 terms; float32/float64 get the
     same without the ulp, plus the error of the float32 cubic weights at every tap (WEIGHT_ERROR_FLOAT32).
@@ -175,7 +182,9 @@ def assert_forward_close(actual, x, size, align_corners, scales=(None, None)):
         weights = weights * (eps / torch.finfo(torch.float32).eps)
         bound = 16 * eps * magnitude + 2 * weights + torch.finfo(x.dtype).tiny
     diff = (actual.double() - ref64).abs()
-    bad = (diff > bound) & finite
+    # Rows the overflow guard recomputed (inputs inf, NaN or near the maximum) are PyTorch's own bits: PyTorch's
+    # float16/bfloat16 forward rounds its weights to that dtype, which the bound above does not cover.
+    bad = (diff > bound) & finite & (actual != expected)
     assert not bad.any(), (f"{int(bad.sum())} forward elements beyond the bound: worst {diff[bad].max().item()} "
                            f"vs {bound[bad][diff[bad].argmax()].item()}")
 

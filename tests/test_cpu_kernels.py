@@ -59,6 +59,26 @@ def test_convert(isa, n, offset):
     assert_same(ours_h, ref_h, "narrow")
 
 
+# ---- magnitude: the overflow guard's input test ------------------------------------------------------------------
+
+@pytest.mark.parametrize("isa", X86)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n, offset", list(itertools.product([0, 1, 15, 16, 17, 63, 64, 65, 200, 1000], [0, 3])))
+def test_max_magnitude(isa, dtype, n, offset):
+    # The largest |value| as its bits: the same as the portable loop's, and the bits of the largest |value| (NaN
+    # above inf above every finite value), whichever element of a vector or of its tail holds it.
+    x = values(n + offset, n + 100 * offset).to(dtype)[offset:]
+    assert K.max_magnitude(isa, x) == K.max_magnitude("portable", x)
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}.get(dtype, torch.int16)
+    mask = {torch.float32: 0x7FFFFFFF, torch.float64: 0x7FFFFFFFFFFFFFFF}.get(dtype, 0x7FFF)
+    expected = int((x.view(bits).long() & mask).max()) if n else 0
+    assert K.max_magnitude("portable", x) == expected
+    for at in {0, n // 2, n - 1} if n else ():  # one planted value rises above the rest wherever it is
+        y = torch.zeros(n, dtype=dtype) + 1
+        y[at] = float("nan") if at % 2 else -float("inf")
+        assert K.max_magnitude(isa, y) == K.max_magnitude("portable", y) > K.max_magnitude(isa, torch.ones(n, dtype=dtype))
+
+
 # ---- transpose: a transposed block's lanes, and interleaved rows split into planes --------------------------------
 
 @pytest.mark.parametrize("isa", X86)

@@ -63,7 +63,7 @@ def test_every_plan_names_its_kernels_and_their_isa(path):
     for line in _plans(ISA_PATHS[path]):
         assert "; kernels " in line, line
         for entry in line.split("; kernels ")[1].split(", "):
-            m = re.fullmatch(r"(W\+H|W|H|lanes|convert|split) (\S+) \[(portable|avx2|avx512)\]", entry)
+            m = re.fullmatch(r"(W\+H|W|H|lanes|convert|split|guard) (\S+) \[(portable|avx2|avx512)\]", entry)
             assert m, (entry, line)
             role, names, isa = m.groups()
             assert isa in allowed, (entry, line)
@@ -79,7 +79,7 @@ def test_every_plan_names_its_kernels_and_their_isa(path):
         # This machine has AVX-512: every x86 kernel family is reached by the cases above.
         for kernel in ("x86::w_pass_permute", "x86::fused4_rows", "x86::up2x2_rows", "x86::halve_row",
                        "x86::combine4x2_checked16", "x86::transpose_tile", "x86::move_channel_groups",
-                       "x86::deinterleave_row", "x86::widen_avx512"):
+                       "x86::deinterleave_row", "x86::widen_avx512", "x86::max_magnitude_avx512"):
             assert kernel in seen, (kernel, sorted(seen))
 
 

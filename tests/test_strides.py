@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from torch._prims_common import suggest_memory_format
 
 import torch_resize_bicubic as trb
-from helpers import assert_forward_close, assert_matches_reference
+from helpers import assert_forward_close, assert_matches_reference, same_values
 from torch_resize_bicubic import _C
 
 cann = torch.ops.cann
@@ -135,14 +135,14 @@ def test_numpy_view_is_bitwise_the_same_for_any_thread_count(threads):
 
 @pytest.mark.parametrize("shape, size", [((1, 3, 6, 40), (12, 80)), ((1, 3, 12, 40), (6, 24)),
                                          ((1, 4, 300, 300), (1024, 1024))])  # 16 MiB: non-temporal stores
-def test_numpy_view_near_float_max_overflows_to_inf_not_nan(shape, size):
-    # Rows that overflow the float intermediate are recomputed in double, also where they were already split
-    # into the planes.
+def test_numpy_view_near_float_max_gives_pytorchs_bits(shape, size):
+    # Inputs near FLT_MAX send their rows to the overflow guard, which recomputes them in PyTorch's order, also where
+    # they were already split into the planes: PyTorch's result bit for bit, inf and NaN included.
     x = torch.full(shape, 3e38)
     x[..., ::3, ::2] = -3e38
-    ours = forward(hwc_view(x), size)
-    assert not torch.isnan(ours).any()
-    assert torch.equal(ours, forward(x, size))
+    expected = torch.ops.aten.upsample_bicubic2d(x, list(size), False, None, None)
+    assert same_values(forward(hwc_view(x), size), expected)
+    assert same_values(forward(x, size), expected)
 
 
 # ---- the plan cache ---------------------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
   return resample(images, out_h, out_w, Direction::Forward, align_corners, scale_h, scale_w);
 }
 
-int64_t overflow_guard_rows() { return rows_recomputed_in_double.load(std::memory_order_relaxed); }
+int64_t overflow_guard_rows() { return rows_recomputed_in_aten_order.load(std::memory_order_relaxed); }
 
 ScratchState scratch_state() {
   return {scratch_bytes_live.load(std::memory_order_relaxed), ScratchLease<float>::kept(), ScratchLease<double>::kept()};

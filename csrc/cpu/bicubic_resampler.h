@@ -33,7 +33,8 @@ std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, b
 // a forward that writes its output that way cannot beat, timed by benchmarks/bench_ceiling.py. Not an op; no autograd.
 void stream_fill(at::Tensor& out, double value);
 
-// Output rows the float overflow guard has recomputed in double since the process started (for tests).
+// Output rows (streaming: tile rows) the overflow guard has recomputed in PyTorch's order since the process started
+// (for tests).
 int64_t overflow_guard_rows();
 
 // The engine's scratch now: bytes allocated, and the sets the pool keeps between calls (float, double).

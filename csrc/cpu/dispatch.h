@@ -19,9 +19,11 @@
 #include "kernels/convert.h"
 #include "kernels/fused4.h"
 #include "kernels/halve.h"
+#include "kernels/magnitude.h"
 #include "kernels/permute.h"
 #include "kernels/transpose.h"
 #include "kernels/up2x2.h"
+#include "magnitude.h"
 #include "portable.h"
 
 namespace rbg::cpu {
@@ -50,6 +52,20 @@ inline void narrow(Isa isa, c10::Half* y, const float* x, int64_t n) {
 #endif
   (void)isa;
   narrow_loop(y, x, n);
+}
+
+// The largest magnitude among n contiguous values, as bits (magnitude.h): the overflow guard's input test.
+template <typename T>
+typename MagnitudeBits<T>::U max_magnitude_bits(Isa isa, const T* values, int64_t n) {
+  using U = typename MagnitudeBits<T>::U;
+  const U* bits = reinterpret_cast<const U*>(values);
+#ifdef RBG_X86_FAST
+  if (isa == Isa::Avx512) return x86::max_magnitude_avx512<U>(bits, n, MagnitudeBits<T>::kMask);
+  if (isa == Isa::Avx2) return x86::max_magnitude_avx2<U>(bits, n, MagnitudeBits<T>::kMask);
+#else
+  (void)isa;
+#endif
+  return max_magnitude_loop<U, 8>(bits, n, MagnitudeBits<T>::kMask);
 }
 
 // ---- the transposed W pass's moves (Kernels::lanes) -------------------------------------------------------------

@@ -1,14 +1,15 @@
-// The end of every task: the float overflow guard (rows holding inf or NaN recomputed in double), then the staged
-// rows written out (copied, narrowed or split into planes).
+// The end of every task: the overflow guard (flagged rows recomputed in PyTorch's order, aten_order.h), then the
+// staged rows written out (copied, narrowed or split into planes).
 // Part of the CPU engine, which compiles as one translation unit (bicubic_resampler.cpp includes every room):
 // internal linkage, so that the hot loops inline across rooms as they did in one file.
 #pragma once
 
-#include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "aten_order.h"
 #include "dispatch.h"
 #include "portable.h"
 #include "stream.h"
@@ -17,33 +18,71 @@
 namespace rbg::cpu {
 namespace {
 
-// For tests: the output rows the overflow guard has recomputed in double (overflow_guard_rows).
-std::atomic<int64_t> rows_recomputed_in_double{0};
-
-// The overflow guard's recompute: each run of the task's output rows that hold an inf or NaN, in double.
+// Whether source rows [r0, r1) of a unit hold a value that is inf, NaN or at least the plan's limit (the overflow
+// guard's input test, aten_order.h).
 template <typename scalar_t, typename acc_t>
-inline void recompute_nonfinite_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob,
-                                     int64_t y0, int64_t y1) {
-  auto nonfinite = [&](int64_t dy) {
+inline bool rows_reach_limit(const TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t r0, int64_t r1) {
+  return std::isfinite(st.p.guard_limit) &&
+         box_reaches_limit(st.p.kernels.guard, su, st.io.sh, st.io.sw, st.io.sc, r0, r1, 0, st.io.tw.src_len, 0,
+                           st.p.cl, st.p.guard_limit);
+}
+
+// Whether output row dy of the task must go to PyTorch's order (aten_order.h): a source row it reads reaches the
+// input limit, or its own values show what the limit does not cover (float16: not finite or near float16's
+// maximum; float accumulation: not finite, which the input test also implies).
+template <typename scalar_t, typename acc_t>
+inline bool guard_flags_row(const TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, const acc_t* ob,
+                            int64_t y0, int64_t dy) {
+  if (st.hot) {  // which of the task's source rows: tested again, row by row (only where the task's test found one)
+    int64_t s0, s1;
+    st.io.th.sources(dy, dy + 1, s0, s1);
+    if (rows_reach_limit(st, su, s0, s1)) return true;
+  }
+  if constexpr (std::is_same_v<scalar_t, c10::Half>) {
+    return reaches_limit(st.p.kernels.guard, ob + (dy - y0) * st.p.out_row, st.p.out_row, kHalfOutputLimit);
+  } else if constexpr (std::is_same_v<acc_t, float>) {
     if (!st.p.split_input) return any_nonfinite(ob + (dy - y0) * st.p.out_row, st.p.out_row);
     for (int64_t c = 0; c < st.p.C; ++c)  // the row of each of the C planes, where the pass wrote it
       if (any_nonfinite(reinterpret_cast<const acc_t*>(st.planes_of(u, dy)) + c * st.p.DH * st.p.DW, st.p.DW))
         return true;
-    return false;
-  };
+  }
+  return false;
+}
+
+// Whether any output row of the task may need the guard: the cheap tests first (the task's input test, the final
+// pass's fused inf/NaN test).
+template <typename scalar_t, typename acc_t>
+inline bool guard_may_flag(const TaskState<scalar_t, acc_t>& st, const acc_t* ob, int64_t n) {
+  if (st.hot) return true;
+  if constexpr (std::is_same_v<scalar_t, c10::Half>) return reaches_limit(st.p.kernels.guard, ob, n, kHalfOutputLimit);
+  if constexpr (std::is_same_v<acc_t, float>) return st.tested ? st.nonfinite : any_nonfinite(ob, n);
+  return false;
+}
+
+// The overflow guard: each run of flagged output rows recomputed in PyTorch's order. Row by row, not the task's
+// rows, so that which rows change does not depend on the task split (which follows the thread count).
+template <typename scalar_t, typename acc_t>
+inline void guard_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
+                       int64_t y1) {
+  if (st.p.forward) {  // the forward's input test (run_task says why here)
+    int64_t sy0, sy1;
+    st.io.th.sources(y0, y1, sy0, sy1);
+    st.hot = rows_reach_limit(st, su, sy0, sy1);
+  }
+  if (!guard_may_flag(st, ob, (y1 - y0) * st.p.out_row)) return;
   for (int64_t dy = y0; dy < y1;) {
-    if (!nonfinite(dy)) {
+    if (!guard_flags_row(st, su, u, ob, y0, dy)) {
       ++dy;
       continue;
     }
     int64_t end = dy + 1;
-    while (end < y1 && nonfinite(end)) ++end;
+    while (end < y1 && guard_flags_row(st, su, u, ob, y0, end)) ++end;
     // Rows already in the planes (split_input) are recomputed interleaved and split again.
     acc_t* const rows = st.p.split_input ? st.obuf : ob + (dy - y0) * st.p.out_row;
-    stream_rows_in_double(su, st.io.sh, st.io.sw, st.io.sc, st.p.cl, st.io.th.map, st.io.tw.map, dy, end, rows);
+    aten_order_box(st.io.th.map, st.io.tw.map, su, st.io.sh, st.io.sw, st.io.sc,
+                   AtenBox{dy, end, 0, st.p.DW, 0, st.p.cl, st.p.out_row}, rows);
     if (st.p.split_input) st.write_planes(u, dy, end, rows);
-    rows_recomputed_in_double.fetch_add(end - dy, std::memory_order_relaxed);
-    dy = end + 1;  // row `end`, if inside the task, was just found finite
+    dy = end + 1;  // row `end`, if inside the task, was just found unflagged
   }
 }
 
@@ -53,14 +92,7 @@ inline void finish(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u
                    int64_t y1) {
   if (st.p.stream_out) store_fence();  // the non-temporal stores land before the rows are read again
   const int64_t out_row = st.p.out_row, n = (y1 - y0) * out_row;
-  if constexpr (std::is_same_v<acc_t, float>) {
-    // Finite values near FLT_MAX can overflow the float intermediate of the two passes and then meet a zero
-    // weight (inf * 0 = NaN) where PyTorch's 16-term sums give +-inf. Each output row holding a non-finite value
-    // goes through the streaming path in double; for NaN/inf inputs that gives the same positions, for finite
-    // ones the correctly overflowed result. Row by row, not the task's rows, so that which rows change does not
-    // depend on the task split (which follows the thread count).
-    if (st.tested ? st.nonfinite : any_nonfinite(ob, n)) recompute_nonfinite_rows(st, su, u, ob, y0, y1);
-  }
+  guard_rows(st, su, u, ob, y0, y1);
   if (!st.p.staged) return;
   if (st.p.planar_out) {
     st.write_planes(u, y0, y1, ob);

@@ -44,9 +44,9 @@ namespace {
 // 4 MiB: a row of the fast path is at most kMaxFastRowBytes, the forward's W-first gather keeps at most kKeptRowsBytes of
 // source rows, and a transposed row group is kLanes / C_l rows of at most 16384 floats (1 MiB); two transposed
 // blocks of at most 4096 and 1024 positions x 64 bytes (320 KiB), the forward's ring of 8 widened rows (512 KiB
-// float), the streaming scratch (1 MiB float, 2 MiB double: the overflow guard uses it too), 12 KiB of padded row
-// tails and 64 KiB of row flags. Shared: two axis tables, at most kTableBudget (8 MiB) each, the permute W pass's
-// plan (at most 576 KiB), and the plan cache (kPlanCacheBytes). No buffer grows with N, C or H: one call on T threads
+// float), the streaming scratch (1 MiB float, 2 MiB double), 12 KiB of padded row tails and 64 KiB of row flags; the
+// overflow guard, 160 KiB of taps while it recomputes. Shared: two axis tables, at most kTableBudget (8 MiB) each, the
+// permute W pass's plan (at most 576 KiB), and the plan cache (kPlanCacheBytes). No buffer grows with N, C or H: one call on T threads
 // takes at most T x 15.9 MiB + 20.6 MiB for float work, T x 29.3 MiB + 20.6 MiB with float64 too; between calls the
 // scratch pool keeps T sets (scratch.h, docs/performance.md).
 
@@ -132,6 +132,7 @@ struct FastPlan {
   bool fetch_next = false;       // the pass after the reads fetches the next task's input rows (forward gathers)
   int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
   int64_t grain = 1;             // tasks per thread at least (threads.h): a small call runs on the calling thread
+  double guard_limit = 0;        // the overflow guard's input limit (aten_order.h); +inf: outputs only (float16)
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
@@ -150,6 +151,7 @@ struct FastPlan {
     Isa rows = Isa::Portable;     // the W-first gather's output rows: x86::combine4x2_checked16 / _checked in pairs
     Isa convert = Isa::Portable;  // float16 rows: x86::widen_avx512 / widen_f16c and narrow_*, or the loops
     Isa split = Isa::Portable;    // interleaved rows into planes: x86::deinterleave_row, or the loop
+    Isa guard = Isa::Portable;    // the overflow guard's input test: x86::max_magnitude_*, or the loop
   } kernels;
 
   // Whether a block whose output rows read source rows [sy0, sy1) gathers (HPass).
@@ -219,6 +221,9 @@ struct FastPlan {
                                                                   : "x86::widen_f16c+narrow_f16c", kernels.convert));
     if (planar_out) names.push_back(k("split", kernels.split == Isa::Portable ? "split_into_planes"
                                                                              : "x86::deinterleave_row", kernels.split));
+    names.push_back(k("guard", kernels.guard == Isa::Avx512 ? "x86::max_magnitude_avx512"
+                               : kernels.guard == Isa::Avx2 ? "x86::max_magnitude_avx2" : "max_magnitude_loop",
+                      kernels.guard));
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
     return s;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "aten_order.h"
 #include "axis.h"
 #include "dispatch.h"
 #include "isa.h"
@@ -218,6 +219,7 @@ void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in)
   p.kernels.rows = p.forward && !p.h_first && p.h_pass == HPass::Gather && p.acc_float ? in.isa : Isa::Portable;
   p.kernels.convert = std::is_same_v<scalar_t, c10::Half> ? in.isa : Isa::Portable;
   p.kernels.split = p.planar_out && in.kFloatRows && in.isa != Isa::Portable ? Isa::Avx2 : Isa::Portable;
+  p.kernels.guard = in.isa;
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
   p.mid = p.up2x2 || p.halve ? 0
@@ -230,7 +232,7 @@ void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in)
   p.lanes_in = transposed ? p.max_span * L : 0;
   p.lanes_out = transposed ? FastPlan::kChunkOut * L : 0;
   p.obuf = p.staged ? p.rows * p.out_row : 0;
-  p.guard_rows = p.split_input && std::is_same_v<acc_t, float> ? p.rows * p.out_row : 0;
+  p.guard_rows = p.split_input ? p.rows * p.out_row : 0;
 }
 
 // The grain (threads.h): the call's cost from what it reads and writes, spread evenly over its tasks.
@@ -255,6 +257,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   plan_up2x2(p, in);
   plan_kernels_and_scratch(p, in);
   plan_threads(p, in);
+  p.guard_limit = guard_input_limit<scalar_t, acc_t>(th.map, tw.map);
   return p;
 }
 

@@ -1,5 +1,5 @@
-// The streaming paths: shapes beyond the fast path's limits, in bounded tiles with taps computed on the fly; also the
-// overflow guard's recompute in double.
+// The streaming paths: shapes beyond the fast path's limits, in bounded tiles with taps computed on the fly; tiles
+// the overflow guard flags are recomputed in PyTorch's order (aten_order.h).
 // Part of the CPU engine, which compiles as one translation unit (bicubic_resampler.cpp includes every room):
 // internal linkage, so that the hot loops inline across rooms as they did in one file.
 #pragma once
@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "aten_order.h"
 #include "axis.h"
 #include "portable.h"
 #include "scratch.h"
@@ -60,6 +63,7 @@ struct TileArgs {
   const AxisMap<math_t>& mh;
   const AxisMap<math_t>& mw;
   int64_t y0, y1, x0, x1, c0, c1;
+  double limit;  // the overflow guard's input limit (aten_order.h)
 };
 
 template <typename scalar_t, typename acc_t, typename math_t>
@@ -109,9 +113,12 @@ void scatter_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, Scrat
   }
 }
 
+// Returns whether a value it read is inf, NaN or at least the guard's limit (the tile then goes to PyTorch's order).
 template <typename scalar_t, typename acc_t, typename math_t>
-void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, ScratchVector<acc_t>& /*unused*/) {
+bool gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile) {
   const int64_t cols = a.x1 - a.x0, nc = a.c1 - a.c0;
+  const acc_t limit = static_cast<acc_t>(std::min(a.limit, static_cast<double>(std::numeric_limits<acc_t>::max())));
+  int hot = 0;
   TapBlock<math_t> wb;
   block_taps(a.mw, a.x0, cols, wb.tap, wb.w);
   for (int64_t oy = a.y0; oy < a.y1; ++oy) {
@@ -124,22 +131,40 @@ void gather_tile(const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile, Scratc
         const int64_t* tx = wb.tap + 4 * x;
         const math_t* wx = wb.w + 4 * x;
         for (int64_t c = 0; c < nc; ++c) {
-          auto at = [&](int j) { return static_cast<acc_t>(xr[tx[j] * a.sw + c * a.sc]); };
-          acc_t t = at(0) * static_cast<acc_t>(wx[0]);
-          for (int j = 1; j < 4; ++j) t += at(j) * static_cast<acc_t>(wx[j]);
+          acc_t v[4];
+          for (int j = 0; j < 4; ++j) {
+            v[j] = static_cast<acc_t>(xr[tx[j] * a.sw + c * a.sc]);
+            hot |= !(std::abs(v[j]) < limit);
+          }
+          acc_t t = v[0] * static_cast<acc_t>(wx[0]);
+          for (int j = 1; j < 4; ++j) t += v[j] * static_cast<acc_t>(wx[j]);
           acc_t& out = yrow[x * nc + c];
           out = i == 0 ? t * wy : out + t * wy;
         }
       }
     }
   }
+  return hot != 0;
 }
 
+// One tile through its direction's loop; true if the overflow guard must recompute it (aten_order.h): an input it
+// reads reaches the limit or, for float16, an output is not finite or near float16's maximum.
 template <typename scalar_t, typename acc_t, typename math_t>
-void stream_tile(Direction dir, const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile,
+bool stream_tile(Direction dir, const TileArgs<scalar_t, acc_t, math_t>& a, acc_t* tile,
                  ScratchVector<acc_t>& sources) {
-  if (dir == Direction::Forward) return gather_tile(a, tile, sources);
-  scatter_tile(a, tile, sources);
+  bool hot;
+  if (dir == Direction::Forward) {
+    hot = gather_tile(a, tile);
+  } else {
+    scatter_tile(a, tile, sources);
+    int64_t oy0, oy1, o0, o1;
+    a.mh.contributors(a.y0, a.y1, oy0, oy1);
+    a.mw.contributors(a.x0, a.x1, o0, o1);
+    hot = box_reaches_limit(cpu_isa(), a.su, a.sh, a.sw, a.sc, oy0, oy1, o0, o1, a.c0, a.c1, a.limit);
+  }
+  if constexpr (std::is_same_v<scalar_t, c10::Half>)
+    hot = hot || reaches_limit(cpu_isa(), tile, (a.y1 - a.y0) * (a.x1 - a.x0) * (a.c1 - a.c0), kHalfOutputLimit);
+  return hot;
 }
 
 // The streaming path's tasks: tiles of output elements, and the grain for them (threads.h).
@@ -168,6 +193,7 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
   const int64_t row_tiles = split.row_tiles, col_tiles = split.col_tiles, ch_tiles = split.ch_tiles;
   const scalar_t* s = src.const_data_ptr<scalar_t>();
   scalar_t* y = dst.mutable_data_ptr<scalar_t>();
+  const double limit = guard_input_limit<scalar_t, acc_t>(mh, mw);
   at::parallel_for(0, split.tasks, split.grain, [&](int64_t begin, int64_t end) {
     const ScratchLease<acc_t> lease;
     Scratch<acc_t>& scratch = *lease;
@@ -179,8 +205,9 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
       const int64_t x0 = xt * kStreamCols, x1 = std::min(DW, x0 + kStreamCols);
       const int64_t c0 = ct * kStreamChannels, c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
       const scalar_t* su = channels_last ? s + u * sn : s + (u / C) * sn + (u % C) * sc;
-      const TileArgs<scalar_t, acc_t, acc_t> args{su, sh, sw, sc, mh, mw, y0, y1, x0, x1, c0, c1};
-      stream_tile(mh.dir, args, tile, scratch.sources);
+      const TileArgs<scalar_t, acc_t, acc_t> args{su, sh, sw, sc, mh, mw, y0, y1, x0, x1, c0, c1, limit};
+      if (stream_tile(mh.dir, args, tile, scratch.sources))
+        aten_order_box(mh, mw, su, sh, sw, sc, AtenBox{y0, y1, x0, x1, c0, c1, (x1 - x0) * nc}, tile);
       for (int64_t r = 0; r < y1 - y0; ++r) {
         scalar_t* yr = y + (u * DH + y0 + r) * out_row;
         const acc_t* tr = tile + r * (x1 - x0) * nc;
@@ -189,32 +216,6 @@ void stream_engine(const at::Tensor& src, at::Tensor& dst, const AxisMap<acc_t>&
       }
     }
   });
-}
-
-// Output rows [y0, y1) of one unit (rows of DW * cl floats at `rows`) recomputed by the streaming path with
-// double sums and float weights, then rounded to float: the overflow guard of the fast path.
-template <typename scalar_t>
-void stream_rows_in_double(const scalar_t* su, int64_t sh, int64_t sw, int64_t sc, int64_t cl,
-                           const AxisMap<float>& mh, const AxisMap<float>& mw, int64_t y0, int64_t y1, float* rows) {
-  const ScratchLease<double> lease;
-  Scratch<double>& scratch = *lease;
-  double* tile = sized(scratch.tile, kStreamRows * kStreamCols * kStreamChannels);
-  const int64_t DW = mw.dir == Direction::Forward ? mw.out : mw.in, out_row = DW * cl;
-  for (int64_t r0 = y0; r0 < y1; r0 += kStreamRows) {
-    const int64_t r1 = std::min(y1, r0 + kStreamRows);
-    for (int64_t x0 = 0; x0 < DW; x0 += kStreamCols) {
-      const int64_t x1 = std::min(DW, x0 + kStreamCols);
-      for (int64_t c0 = 0; c0 < cl; c0 += kStreamChannels) {
-        const int64_t c1 = std::min(cl, c0 + kStreamChannels), nc = c1 - c0;
-        const TileArgs<scalar_t, double, float> args{su, sh, sw, sc, mh, mw, r0, r1, x0, x1, c0, c1};
-        stream_tile(mh.dir, args, tile, scratch.sources);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t x = x0; x < x1; ++x)
-            for (int64_t c = c0; c < c1; ++c)
-              rows[(r - y0) * out_row + x * cl + c] = static_cast<float>(tile[((r - r0) * (x1 - x0) + x - x0) * nc + c - c0]);
-      }
-    }
-  }
 }
 
 // RBG_CPU_STREAM_ONLY=1 sends every shape through the streaming paths (the tests use it to compare paths).

@@ -53,6 +53,16 @@ void narrow_(const std::string& isa, at::Tensor out, const at::Tensor& in) {
   narrow(isa_of(isa), out.data_ptr<c10::Half>(), f32(in), in.numel());
 }
 
+// ---- magnitude: the overflow guard's input test ----------------------------------------------------------------
+
+// The largest magnitude's bits among `values` (float32, float64, bfloat16 or float16; contiguous), as an integer.
+int64_t max_magnitude_(const std::string& isa, const at::Tensor& values) {
+  TORCH_CHECK(values.is_contiguous(), "contiguous values");
+  return AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, values.scalar_type(), "max_magnitude", [&] {
+    return static_cast<int64_t>(max_magnitude_bits(isa_of(isa), values.const_data_ptr<scalar_t>(), values.numel()));
+  });
+}
+
 // ---- transpose: lines <-> lanes, and rows split into planes -----------------------------------------------------
 
 // rows: the lines' rows (row_len floats apart, from `offset`); blk: positions x 16 lanes.
@@ -199,6 +209,7 @@ PYBIND11_MODULE(_cpu_kernels, m) {
   m.def("isas", &isas, "the ISAs this machine may run: portable, then avx2 and avx512 where it has them");
   m.def("widen", &widen_);
   m.def("narrow", &narrow_);
+  m.def("max_magnitude", &max_magnitude_);
   m.def("lines_to_lanes", &lines_to_lanes_);
   m.def("lanes_to_lines", &lanes_to_lines_);
   m.def("split", &split_);
