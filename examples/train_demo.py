@@ -18,11 +18,15 @@ import os
 import statistics
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# PyTorch's profiler (kineto) prints a trace-marker line on every start and stop, above its error level: level 6
+# silences them (KINETO_LOG_LEVEL set beforehand wins). Before torch is imported: kineto reads it once.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
-import torch_resize_bicubic as trb
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torch_resize_bicubic as trb  # noqa: E402
 
 
 def synthetic_images(batch, size, gen):

@@ -140,6 +140,7 @@ def test_demo_runs_with_reduced_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "largest parameter-gradient difference" in proc.stdout
     assert out.exists() and out.stat().st_size > 0
+    assert "profiler_start" not in proc.stdout + proc.stderr  # the profiler's trace-marker lines stay silent
 
 
 def test_package_imports_on_its_own():
