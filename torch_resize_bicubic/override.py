@@ -32,6 +32,7 @@ the backward (a copy).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import Iterator
 
@@ -133,15 +134,31 @@ def _install_python_kernels() -> None:
 
 # ---- the switch ---------------------------------------------------------------------------------------
 
+def _switching():
+    """The locks a switch holds: Dynamo's compile lock when Dynamo is loaded (taken first, as a compiling thread takes
+    it), so that no switch lands between a compilation's trace and the check of the guards it just made on the same
+    frame (Dynamo raises if they fail there), then this module's."""
+    convert_frame = sys.modules.get("torch._dynamo.convert_frame")
+    stack = contextlib.ExitStack()
+    if convert_frame is not None and hasattr(convert_frame, "compile_lock"):
+        stack.enter_context(convert_frame.compile_lock)
+    stack.enter_context(_lock)
+    return stack
+
+
 def enable_aten_override() -> None:
-    """Route aten's CPU bicubic resize and its backward to this project's kernels (see the module doc).
+    """Route PyTorch's CPU bicubic resize and its backward (``aten::upsample_bicubic2d``, its ``.vec`` and ``out=``
+    forms, and ``aten::upsample_bicubic2d_backward``) to this package's kernels, so that ``F.interpolate(...,
+    mode="bicubic")`` and ``nn.Upsample`` use them, eagerly and under ``torch.compile``; inputs they do not cover
+    (other devices, uint8, antialias) keep PyTorch's kernels.
 
     Off by default; calling it again while on does nothing. ``disable_aten_override()`` restores PyTorch's
-    kernels' results bit for bit. Safe to call while other threads resize. (On an NPU build the PrivateUse1
-    kernels are not routed; see docs/npu.md.)
+    kernels' results bit for bit. Safe to call while other threads resize; waits for a ``torch.compile``
+    compilation in progress to finish, so that no graph is traced under one state and guarded under the other.
+    (On an NPU build the PrivateUse1 kernels are not routed; see docs/npu.md.)
     """
     global _enabled
-    with _lock:
+    with _switching():
         if _enabled:
             return
         _install_python_kernels()
@@ -153,7 +170,7 @@ def enable_aten_override() -> None:
 def disable_aten_override() -> None:
     """Restore PyTorch's own kernels; harmless when the override is off."""
     global _enabled
-    with _lock:
+    with _switching():
         if not _enabled:
             return
         _enabled = False
