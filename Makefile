@@ -2,8 +2,8 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
-# The torch the venv gets. On this project's machines torch==2.13.0 resolves to a CPU build kept on disk; from
-# PyPI elsewhere it is the CUDA build. TORCH_SPEC='torch==2.13.0 --index-url <PyTorch's CPU index>' picks a CPU one.
+# The torch the venv gets. Where a local package index holds a CPU build, torch==2.13.0 resolves to it; from
+# PyPI it is the CUDA build. TORCH_SPEC='torch==2.13.0 --index-url <PyTorch's CPU index>' picks a CPU one.
 TORCH_SPEC ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-stamp
 SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml

@@ -1,11 +1,23 @@
-"""torch_resize_bicubic: CANN's ResizeBicubicV2Grad (the gradient of bicubic resizing) as PyTorch ops.
+"""torch_resize_bicubic: bicubic resizing and its gradient (CANN's ResizeBicubicV2Grad) as PyTorch ops, for the CPU
+and for Ascend NPUs.
 
-Importing the package loads the C++ extension, which registers the ``torch.ops.cann`` namespace:
+Use it three ways:
 
-* ``cann::resize_bicubic_v2_grad`` (graph-IR form), ``cann::upsample_bicubic2d_backward`` (aclnn form),
-* ``cann::resize_bicubic_v2`` (the forward resize, differentiable through the grad op).
+* ``resize_bicubic(input, size=None, scale_factor=None, align_corners=False, ...)``: ``F.interpolate(...,
+  mode="bicubic")`` with the same arguments and checks, computed by this package's kernels (its gradient by
+  ``resize_bicubic_v2_grad``).
+* ``enable_aten_override()`` / ``disable_aten_override()`` / ``with aten_override():``: route PyTorch's own CPU
+  bicubic resize and its backward to these kernels, so that unmodified models (``F.interpolate``, ``nn.Upsample``,
+  timm, kornia, torchvision) use them, eagerly and under ``torch.compile``. Off by default.
+* The ops themselves, registered under ``torch.ops.cann`` when the package is imported:
+  ``cann::resize_bicubic_v2_grad`` (CANN's graph-IR form; Python: ``resize_bicubic_v2_grad``),
+  ``cann::upsample_bicubic2d_backward`` (the aclnn form; Python: ``upsample_bicubic2d_backward``) and
+  ``cann::resize_bicubic_v2`` (the forward resize, differentiable through the gradient op).
 
-See README.md for the API and ``docs/design.md`` for the contract.
+Values follow PyTorch's CPU kernels (the gradient up to summation order, the forward within a bound tied to PyTorch's
+own float32 error); inf and NaN land where PyTorch's do; results are bitwise identical across thread counts.
+``npu_tiling``, ``emulate_npu_kernel`` and ``npu_core_work`` show and run the NPU kernels' plan on any machine.
+README.md has the guarantees; docs/api.md the details.
 """
 import re
 

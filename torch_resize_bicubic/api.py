@@ -76,8 +76,10 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
                    recompute_scale_factor: Optional[bool] = None, antialias: bool = False) -> torch.Tensor:
     """Bicubic resize of a 4-D tensor, as ``F.interpolate(input, size, scale_factor, mode="bicubic", ...)``.
 
-    Forward values equal PyTorch's; the gradient runs through ``cann::resize_bicubic_v2_grad``. uint8 images and
-    ``antialias=True`` run PyTorch's own kernels (``F.interpolate``'s values, gradients and errors).
+    Forward values match PyTorch's within a bound tied to PyTorch's own float32 error (not bit for bit: the
+    weights are evaluated in double and rounded once); inf and NaN land where PyTorch's do. The gradient runs
+    through ``cann::resize_bicubic_v2_grad``. uint8 images and ``antialias=True`` run PyTorch's own kernels
+    (``F.interpolate``'s values, gradients and errors).
 
     Args:
         input: (N, C, H, W) tensor, contiguous or channels_last; float16, bfloat16, float32, float64 (our
