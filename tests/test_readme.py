@@ -1,0 +1,45 @@
+"""The README's performance figures are the ones in the results files it cites (benchmarks/results/)."""
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+
+
+def _read(*parts):
+    with open(os.path.join(*parts)) as f:
+        return f.read()
+
+
+def _table():
+    """The performance table's rows: (what, geometric mean, minimum), in order."""
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+)x \(([\d.]+)x\) \|$", _read(ROOT, "README.md"), re.M)
+    assert len(rows) == 7, rows
+    return rows
+
+
+# Where each row's figures come from, in the table's order: the results file and its summary line (mean, minimum).
+SOURCES = [
+    ("bench_cpu.txt", r"geometric-mean speedup {0}x, minimum {1}x over 42 cases"),
+    ("bench_resize.txt", r"forward vs PyTorch eager: geometric mean {0}x, minimum {1}x"),
+    ("bench_resize.txt", r"resize_bicubic forward\+backward vs F.interpolate eager: geometric mean {0}x, minimum {1}x"),
+    ("bench_resize.txt", r"under torch.compile: geometric mean {0}x, minimum {1}x"),
+    ("bench_resize.txt", r"override on vs off: geometric mean {0}x, minimum {1}x"),
+    ("bench_images.txt", r"input: batched\n(?:.*\n)*?geometric mean: {0}x OpenCV \(min {1}x\)"),
+    ("bench_images.txt", r"input: view\n(?:.*\n)*?geometric mean: {0}x OpenCV \(min {1}x\)"),
+]
+
+
+def test_each_performance_figure_is_in_the_results_file_it_comes_from():
+    for (what, mean, minimum), (name, pattern) in zip(_table(), SOURCES):
+        text = _read(RESULTS, name)
+        assert re.search(pattern.format(re.escape(mean), re.escape(minimum)), text), (what, mean, minimum, name)
+
+
+def test_the_introduction_quotes_the_table():
+    rows = _table()
+    pytorch = [float(mean) for _, mean, _ in rows[:2]]
+    opencv = sorted(mean for _, mean, _ in rows[5:])
+    intro = _read(ROOT, "README.md").split("## Install")[0]
+    assert f"{min(pytorch):g}–{max(pytorch):g}x faster than PyTorch's own kernels" in intro
+    assert f"{opencv[0]}–{opencv[1]}x faster" in intro
