@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-stamp
 SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml
 
-.PHONY: demo test bench sanitize ascend-check install clean
+.PHONY: demo test test-newest bench sanitize ascend-check install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: install
 	$(VPY) -m pytest -q tests
 	PY=$(VPY) bash tools/check_npu_glue.sh
 	bash tools/ascend_check.sh
+
+# The whole suite again on the newest torch pip installs (2.14.1) and Python 3.13, in a venv cached outside the clone.
+test-newest:
+	bash tools/test_newest.sh
 
 ascend-check:
 	bash tools/ascend_check.sh

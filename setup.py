@@ -21,6 +21,9 @@ from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+# torch 2.14's headers need C++20 (std::strong_ordering, requires-clauses); 2.13's build as C++17, as tested.
+_torch_release = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+cxx_std = "-std=c++20" if _torch_release >= (2, 14) else "-std=c++17"
 
 
 def record_build_torch_version():
@@ -28,7 +31,8 @@ def record_build_torch_version():
     path = os.path.join(ROOT, "torch_resize_bicubic", "_build_info.py")
     text = ('"""Written by setup.py at build time: the torch this extension was compiled against."""\n'
             f"TORCH_VERSION = {torch.__version__!r}\n"
-            f"DEBUG_INFO = {bool(os.environ.get('RBG_DEBUG') or os.environ.get('RBG_SANITIZE'))!r}\n")
+            f"DEBUG_INFO = {bool(os.environ.get('RBG_DEBUG') or os.environ.get('RBG_SANITIZE'))!r}\n"
+            f"CXX_STD = {cxx_std!r}\n")
     old = open(path).read() if os.path.exists(path) else None
     if old != text:  # rewriting an equal file would make every later build look stale
         with open(path, "w") as f:
@@ -55,9 +59,6 @@ sources = rel(glob.glob(os.path.join(ROOT, "csrc", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "cpu", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "op_host", "*.cpp"))
               + glob.glob(os.path.join(ROOT, "csrc", "emulator", "*.cpp")))
-# torch 2.14's headers need C++20 (std::strong_ordering, requires-clauses); 2.13's build as C++17, as tested.
-_torch_release = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
-cxx_std = "-std=c++20" if _torch_release >= (2, 14) else "-std=c++17"
 # -g0 overrides the -g that Python's own CFLAGS add: a release build carries no debug info (~1 MB, not ~19 MB).
 cxx_flags = ["-O3", cxx_std, "-ffp-contract=off", "-fopenmp", "-Wall", "-Wno-unknown-pragmas",
              "-g" if os.environ.get("RBG_DEBUG") else "-g0"]

@@ -8,6 +8,7 @@
 #include "aten_override.h"
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
+#include "cpu/axis.h"
 #include "cpu/bicubic_resampler.h"
 #include "emulator/npu_emulator.h"
 #include "torch_checks.h"
@@ -64,6 +65,24 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
+  m.def(
+      "_set_overflow_taps",
+      [](int forward, int backward) {
+        for (int rule : {forward, backward})
+          TORCH_CHECK(rule >= 0 && rule <= 2, "_set_overflow_taps: a rule is 0, 1 or 2, not ", rule);
+        rbg::cpu::overflow_taps_rule(rbg::cpu::Direction::Forward).store(forward);
+        rbg::cpu::overflow_taps_rule(rbg::cpu::Direction::Backward).store(backward);
+      },
+      py::arg("forward"), py::arg("backward"),
+      "Where the CPU engine puts the taps of a source coordinate beyond int64, per direction (0: all at index 0, "
+      "1: tap 0 at the last index, 2: the last index saturated); the package sets PyTorch's at import");
+  m.def(
+      "_overflow_taps",
+      [] {
+        return py::make_tuple(rbg::cpu::overflow_taps_rule(rbg::cpu::Direction::Forward).load(),
+                              rbg::cpu::overflow_taps_rule(rbg::cpu::Direction::Backward).load());
+      },
+      "The CPU engine's rule for taps beyond int64: (forward, backward), as _set_overflow_taps takes them");
   m.def("_set_aten_override", &rbg::set_aten_override, py::arg("on"),
         "Routes covered calls of aten's CPU bicubic ops to this library's kernels (on) or PyTorch's (off)");
   m.def("_aten_override_routing", &rbg::aten_override_routing, "Whether aten's CPU bicubic ops route to ours");

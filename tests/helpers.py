@@ -27,12 +27,13 @@ def ulp(ref: torch.Tensor, dtype) -> torch.Tensor:
 
 
 def axis_matrix(out_len, in_len, align_corners, scale):
-    """The (out_len, in_len) 1-D resampling matrix of one axis in float64, read off PyTorch's kernel.
-    (W goes 1 -> 2 so that the same-size copy rule never applies; its weights sum to 1.)"""
-    eye = torch.eye(out_len, dtype=torch.float64).reshape(out_len, 1, out_len, 1)
-    cols = torch.ops.aten.upsample_bicubic2d_backward(eye, [out_len, 1], [out_len, 1, in_len, 2], align_corners,
-                                                      scale, None)
-    return cols.sum(-1).reshape(out_len, in_len)
+    """The (out_len, in_len) 1-D resampling matrix of one axis in float64, read off PyTorch's kernel, the axis laid
+    along W (PyTorch 2.13's backward writes outside its tensor when an H coordinate passes int64, at scales below
+    ~1e-19; along W it does not). H goes 1 -> 2 so that the same-size copy rule never applies; its weights sum to 1."""
+    eye = torch.eye(out_len, dtype=torch.float64).reshape(out_len, 1, 1, out_len)
+    cols = torch.ops.aten.upsample_bicubic2d_backward(eye, [1, out_len], [out_len, 1, 2, in_len], align_corners,
+                                                      None, scale)
+    return cols.sum(-2).reshape(out_len, in_len)
 
 
 def magnitude_of_terms(grads, in_hw, align_corners, scales):

@@ -110,7 +110,8 @@ def test_the_engine_builds_without_the_x86_kernels():
     # What a build for another architecture compiles: the portable loops and dispatch's portable branches only.
     from torch.utils.cpp_extension import include_paths
     import sysconfig
-    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-fopenmp", "-Wall", "-Wno-unknown-pragmas", "-DRBG_NO_X86_KERNELS",
+    from torch_resize_bicubic._build_info import CXX_STD  # the standard this torch's headers need
+    cmd = ["g++", CXX_STD, "-fsyntax-only", "-fopenmp", "-Wall", "-Wno-unknown-pragmas", "-DRBG_NO_X86_KERNELS",
            f"-I{ROOT / 'csrc'}", f"-I{sysconfig.get_paths()['include']}", *(f"-I{p}" for p in include_paths()),
            str(CPU / "bicubic_resampler.cpp")]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -65,3 +65,15 @@ def test_release_build_has_no_debug_info():
     assert (b".debug_info" in image) == _build_info.DEBUG_INFO
     if not _build_info.DEBUG_INFO:
         assert len(image) < 4 * 2**20, len(image)
+
+
+def test_the_version_is_one_everywhere():
+    # The package's __version__, the wheel's metadata and the newest CHANGELOG entry name the same version.
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        declared = tomllib.load(f)["project"]["version"]
+    with open(os.path.join(root, "CHANGELOG.md")) as f:
+        newest = re.search(r"^## (\d+\.\d+\.\d+)", f.read(), re.M).group(1)
+    assert trb.__version__ == declared == newest

@@ -46,6 +46,9 @@ def _check_torch_version() -> None:
 
 _check_torch_version()
 from . import _C  # noqa: E402,F401  (registers the ops)
+from . import _index_rule  # noqa: E402
+
+_index_rule.follow_installed_pytorch()  # before anything can route aten's calls to this package
 
 
 def _load_npu_kernels() -> bool:
@@ -81,4 +84,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -12,6 +12,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import _prims_common
 from torch._functorch.utils import enable_single_level_autograd_function
+from torch.autograd.function import _SingleLevelFunction
 from torch._library.utils import fill_defaults
 
 from . import _C
@@ -99,10 +100,11 @@ def _scales(scales_h, scales_w) -> list:
 def _apply_plain(fn, *args):
     """``fn.apply`` as outside any torch.func transform. Under torch.func.grad/jacrev this kernel already
     runs at the transform's level, on the tensors it has unwrapped, and a plain graph node is what that level
-    needs; Function.apply would instead route through the functorch-only higher-order operator, which has no
-    kernel below the transform's dispatch layer."""
-    with enable_single_level_autograd_function():  # what functorch's own grad rule does around it
-        return super(torch.autograd.Function, fn).apply(*args)
+    needs; a torch.autograd.Function would instead route through the functorch-only higher-order operator, which
+    has no kernel below the transform's dispatch layer. So `fn` is a single-level Function, applied the way
+    functorch's own grad rule applies the one it generates."""
+    with enable_single_level_autograd_function():
+        return fn.apply(*args)
 
 
 def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None:
@@ -131,12 +133,17 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
         # Tensors among the other arguments (original_image) matter only by their shape.
         return [_shape_only(x, r.shape) if isinstance(r, torch.Tensor) else r for r in rest]
 
-    class Linear(torch.autograd.Function):
+    class Linear(_SingleLevelFunction):
+        # A graph node at one level (see _apply_plain); forward and setup_context apart, as functorch writes its own.
         @staticmethod
-        def forward(ctx, keyset, x, *rest):
+        def forward(keyset, x, *rest):
+            return below_autograd(keyset, x, *rest)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            _, x, *rest = inputs
             ctx.x_shape = tuple(x.shape)
             ctx.rest = sanitized(x, rest)
-            return below_autograd(keyset, x, *rest)
 
         @staticmethod
         def backward(ctx, gy):

@@ -76,8 +76,8 @@ RBG_FUNC acc_t source_index(acc_t scale, idx_t dst, bool align_corners) {
 }
 
 // Stands for a source coordinate beyond the int64 range (a user scale below ~1e-19). PyTorch converts
-// floorf(real) to int64 without a range check, which on x86 gives INT64_MIN for such values; we give the
-// same index on purpose, without undefined behaviour, so both directions pick exactly PyTorch's taps.
+// floorf(real) to int64 without a range check (INT64_MIN on x86, saturated on aarch64); we mark such an index
+// without undefined behaviour, and the CPU engine places its taps by the installed PyTorch's rule (cpu/axis.h).
 constexpr int64_t kIndexOverflow = -9223372036854775807LL - 1;  // INT64_MIN
 
 // The tap indices of one axis are idx_t: int64_t on the host and on the NPU's 64-bit-index keys, int32_t on its
@@ -115,7 +115,7 @@ RBG_FUNC void index_and_lambda(acc_t real, idx_t in, idx_t& i0, acc_t& t) {
 }
 
 // Tap k (0..3) of a destination whose floor index is i0, clamped to [0, in - 1] (replicated border).
-// For the overflow index every tap is 0, as in PyTorch's forward. i0 - 1 + k is compared before it is
+// For the overflow index every tap is 0 (the NPU kernels' rule). i0 - 1 + k is compared before it is
 // formed, so that a 32-bit tap of an axis of 2^31 - 1 cannot overflow.
 template <typename idx_t>
 RBG_FUNC idx_t clamp_tap(idx_t i0, int k, idx_t in) {
@@ -126,12 +126,6 @@ RBG_FUNC idx_t clamp_tap(idx_t i0, int k, idx_t in) {
   return i0 + step;
 }
 
-// The same for the gradient: PyTorch's backward computes i0 - 1 with wrap-around, so for kIndexOverflow
-// tap 0 (weight 0) lands on in - 1 and the others on 0. It matters only for where a NaN/inf spreads.
-RBG_FUNC int64_t clamp_grad_tap(int64_t i0, int k, int64_t in) {
-  if (i0 == kIndexOverflow) return k == 0 ? in - 1 : 0;
-  return clamp_tap<int64_t>(i0, k, in);
-}
 
 // Everything one destination index contributes along one axis: the floor index and four weights.
 template <typename acc_t, typename idx_t = int64_t>

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,33 @@
 namespace rbg::cpu {
 
 enum class Direction { Forward, Backward };
+
+// Where PyTorch's CPU kernels put the four taps of a source coordinate beyond int64 (user scales below ~1e-19;
+// their weights are always 0, 0, 1, 0). It is whatever the hardware's unchecked float-to-int64 conversion and the
+// compiled index arithmetic give, so it differs by platform and by PyTorch release: x86 gives INT64_MIN, whose
+// i0 - 1 wraps to the last index in some builds and not in others; aarch64 saturates to the last index. The package
+// probes the installed PyTorch once at import (_index_rule.py) and sets the rule of each direction here.
+enum class OverflowTaps : int {
+  AllFirst = 0,      // every tap reads index 0
+  FirstTapLast = 1,  // tap 0 reads the last index, the others index 0 (i0 - 1 wrapped around)
+  Saturate = 2,      // i0 is the last index: taps in - 2, in - 1, in - 1, in - 1
+};
+
+// The rule per direction; the defaults are PyTorch 2.13's on x86.
+inline std::atomic<int>& overflow_taps_rule(Direction d) {
+  static std::atomic<int> rules[2]{static_cast<int>(OverflowTaps::AllFirst), static_cast<int>(OverflowTaps::FirstTapLast)};
+  return rules[d == Direction::Forward ? 0 : 1];
+}
+
+// Tap k of an index past int64 on an axis of length in, under a rule.
+inline int64_t overflow_tap(OverflowTaps rule, int k, int64_t in) {
+  switch (rule) {
+    case OverflowTaps::AllFirst: return 0;
+    case OverflowTaps::FirstTapLast: return k == 0 ? in - 1 : 0;
+    case OverflowTaps::Saturate: break;
+  }
+  return clamp_tap<int64_t>(in - 1, k, in);
+}
 
 // First index in [lo, hi) where the monotone predicate holds (hi if none).
 template <typename Pred>
@@ -37,12 +65,14 @@ struct AxisMap {
   Direction dir = Direction::Backward;
   math_t scale = 0;
   // Indices from regular_end on have a source coordinate beyond int64 (user scales below ~1e-19); their taps
-  // are all 0 in the forward and {in - 1, 0, 0, 0} in the backward (PyTorch's), a suffix handled apart.
+  // follow the direction's OverflowTaps rule (PyTorch's), a suffix handled apart.
   int64_t regular_end = 0;
+  OverflowTaps overflow_rule = OverflowTaps::AllFirst;
 
   AxisMap(int64_t in_, int64_t out_, bool align, double user_scale, Direction d)
       : in(in_), out(out_), align_corners(align), dir(d),
-        scale(area_pixel_scale<math_t>(in_, out_, align, user_scale)) {
+        scale(area_pixel_scale<math_t>(in_, out_, align, user_scale)),
+        overflow_rule(static_cast<OverflowTaps>(overflow_taps_rule(d).load(std::memory_order_relaxed))) {
     regular_end = first_true(0, out, [&](int64_t o) { return taps(o).i0 == kIndexOverflow; });
   }
   // Every CPU path takes its taps from here. The forward's weights are evaluated in double and rounded once
@@ -53,7 +83,15 @@ struct AxisMap {
                                      : axis_taps<math_t>(scale, o, in, align_corners);
   }
   int64_t tap(const AxisTaps<math_t>& t, int k) const {
-    return dir == Direction::Forward ? clamp_tap(t.i0, k, in) : clamp_grad_tap(t.i0, k, in);
+    return t.i0 == kIndexOverflow ? overflow_tap(overflow_rule, k, in) : clamp_tap(t.i0, k, in);
+  }
+  // Whether an index past int64 has a tap in [i_begin, i_end).
+  bool overflow_reaches(int64_t i_begin, int64_t i_end) const {
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = overflow_tap(overflow_rule, k, in);
+      if (i >= i_begin && i < i_end) return true;
+    }
+    return false;
   }
 
   // Output indices [first, last) whose taps can reach input indices [i_begin, i_end). On the regular prefix
@@ -62,8 +100,7 @@ struct AxisMap {
     first = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 3) >= i_begin; });
     last = first_true(0, regular_end, [&](int64_t o) { return tap(taps(o), 0) > i_end - 1; });
     if (last < first) last = first;
-    const bool overflow_reaches = i_begin == 0 || (dir == Direction::Backward && i_end == in);
-    if (regular_end < out && overflow_reaches) {
+    if (regular_end < out && overflow_reaches(i_begin, i_end)) {
       if (first == last) first = regular_end;
       last = out;
     }
@@ -145,11 +182,18 @@ struct AxisOp {
   // Source positions [first, last) that destinations [d_begin, d_end) read.
   void sources(int64_t d_begin, int64_t d_end, int64_t& first, int64_t& last) const {
     if (!forward()) return map.contributors(d_begin, d_end, first, last);
-    // Forward: the taps of the destinations themselves; the smallest tap of the block is that of its first
-    // regular index, or 0 once overflowing ones are in it; the largest, that of its last regular index.
+    // Forward: the taps of the destinations themselves; the smallest tap of the block's regular indices is
+    // that of its first, the largest that of its last; indices past int64 add their rule's taps.
     const int64_t regular_last = std::min(d_end, map.regular_end) - 1;
-    first = d_end > map.regular_end ? 0 : map.tap(map.taps(d_begin), 0);
-    last = (regular_last >= d_begin ? map.tap(map.taps(regular_last), 3) : 0) + 1;
+    first = regular_last >= d_begin ? map.tap(map.taps(d_begin), 0) : map.in;
+    last = regular_last >= d_begin ? map.tap(map.taps(regular_last), 3) + 1 : 0;
+    if (d_end > map.regular_end) {
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = overflow_tap(map.overflow_rule, k, map.in);
+        first = std::min(first, i);
+        last = std::max(last, i + 1);
+      }
+    }
   }
 
   // Calls f(d, weight) for every term that source s adds to destinations in [d_begin, d_end), in ascending

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The whole test suite again on the newest torch pip installs (TORCH_NEWEST) under Python PY_NEWEST, from scratch.
+# The venv lives in a cache folder outside the clone ($RBG_CACHE_DIR, else ~/.cache/torch-resize-bicubic) and is
+# kept between runs: for Python 3.13 PyPI's torch 2.14.1 is a CUDA build of several GB. The working tree is copied
+# to build/newest and built there in place, so this build never touches the main venv's extension.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TORCH_NEWEST=${TORCH_NEWEST:-2.14.1}
+PY_NEWEST=${PY_NEWEST:-3.13}
+CACHE=${RBG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/torch-resize-bicubic}
+
+PYBIN=$(command -v "python$PY_NEWEST" || true)
+if [ -z "$PYBIN" ]; then
+  PYBIN=$(ls -d "$HOME"/.pyenv/versions/"$PY_NEWEST"*/bin/"python$PY_NEWEST" 2>/dev/null | tail -1 || true)
+fi
+if [ -z "$PYBIN" ]; then
+  echo "newest-torch run: skipped: no python$PY_NEWEST on PATH or under pyenv (install Python $PY_NEWEST to enable it)"
+  [ "${CI:-}" = "true" ] && exit 1  # CI must run it
+  exit 0
+fi
+
+VENV="$CACHE/py$PY_NEWEST-torch$TORCH_NEWEST"
+VPY="$VENV/bin/python"
+if [ ! -f "$VENV/.deps-stamp" ]; then
+  echo "newest-torch run: creating $VENV (torch $TORCH_NEWEST; a multi-GB download the first time)"
+  rm -rf "$VENV"
+  mkdir -p "$CACHE"
+  "$PYBIN" -m venv "$VENV"
+  "$VPY" -m pip install -q --upgrade pip setuptools wheel ninja
+  "$VPY" -m pip install -q "torch==$TORCH_NEWEST"
+  "$VPY" -m pip install -q "pytest>=8" "hypothesis>=6.100" numpy expecttest matplotlib tqdm
+  touch "$VENV/.deps-stamp"
+fi
+
+SRC=build/newest
+rm -rf "$SRC"
+mkdir -p "$SRC"
+git ls-files -co --exclude-standard -z | xargs -0 cp -P --parents -t "$SRC"
+# The copy is not beside ../shared: point the NPU checks at the same ascend-sdk the clone sees.
+if [ -z "${ASCEND_SDK_DIR:-}" ] && [ -d ../shared/ascend-sdk ]; then
+  export ASCEND_SDK_DIR="$(cd ../shared/ascend-sdk && pwd)"
+fi
+cd "$SRC"
+echo "newest-torch run: Python $("$VPY" -c 'import platform; print(platform.python_version())'), torch $("$VPY" -c 'import torch; print(torch.__version__)')"
+"$VPY" setup.py -q build_ext --inplace
+"$VPY" -m pytest -q tests
