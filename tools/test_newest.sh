@@ -2,17 +2,19 @@
 # The whole test suite again on the newest torch pip installs (TORCH_NEWEST) under Python PY_NEWEST, from scratch.
 # The venv lives in a cache folder outside the clone ($RBG_CACHE_DIR, else ~/.cache/torch-resize-bicubic) and is
 # kept between runs: for Python 3.13 PyPI's torch 2.14.1 is a CUDA build of several GB. The working tree is copied
-# to build/newest and built there in place, so this build never touches the main venv's extension.
+# to build/newest and installed from there (editable), so this build never touches the main venv's extension.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TORCH_NEWEST=${TORCH_NEWEST:-2.14.1}
 PY_NEWEST=${PY_NEWEST:-3.13}
 CACHE=${RBG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/torch-resize-bicubic}
 
-PYBIN=$(command -v "python$PY_NEWEST" || true)
-if [ -z "$PYBIN" ]; then
-  PYBIN=$(ls -d "$HOME"/.pyenv/versions/"$PY_NEWEST"*/bin/"python$PY_NEWEST" 2>/dev/null | tail -1 || true)
-fi
+# python3.13 on PATH (a pyenv shim there may not run it), else pyenv's own install of it.
+PYBIN=
+for cand in "$(command -v "python$PY_NEWEST" || true)" \
+            $(ls -d "$HOME"/.pyenv/versions/"$PY_NEWEST"*/bin/"python$PY_NEWEST" 2>/dev/null | sort -V -r || true); do
+  if [ -n "$cand" ] && "$cand" -c 'import venv' >/dev/null 2>&1; then PYBIN=$cand; break; fi
+done
 if [ -z "$PYBIN" ]; then
   echo "newest-torch run: skipped: no python$PY_NEWEST on PATH or under pyenv (install Python $PY_NEWEST to enable it)"
   [ "${CI:-}" = "true" ] && exit 1  # CI must run it
@@ -42,5 +44,5 @@ if [ -z "${ASCEND_SDK_DIR:-}" ] && [ -d ../shared/ascend-sdk ]; then
 fi
 cd "$SRC"
 echo "newest-torch run: Python $("$VPY" -c 'import platform; print(platform.python_version())'), torch $("$VPY" -c 'import torch; print(torch.__version__)')"
-"$VPY" setup.py -q build_ext --inplace
+"$VPY" -m pip install -q --no-build-isolation --no-deps -e .  # installed: some tests read its metadata
 "$VPY" -m pytest -q tests
