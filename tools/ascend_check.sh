@@ -6,7 +6,7 @@
 #    (check_find_bisheng.sh).
 #  - With a CANN toolkit (ASCEND_HOME_PATH with bisheng): the kernel entries with bisheng (unverified here:
 #    no toolkit was available to this project).
-#  - Else with the public CANN headers of ascend-sdk ($ASCEND_SDK_DIR, else ../shared/ascend-sdk): every
+#  - Else with the public CANN headers of ascend-sdk (found by tools/ascend_sdk_env.sh): every
 #    kernel entry in Ascend C's CPU-debug mode (direct launch, all three dtypes; op-package entry for each
 #    DTYPE_GRADS), then the op package's host libraries (tiling and infershape adapters, graph proto, OpDef)
 #    built and checked by check_op_package.sh, with the host g++; then the op-host UTs (tests/op_host_ut) run

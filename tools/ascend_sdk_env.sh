@@ -1,8 +1,14 @@
 # Sourced by ascend_check.sh, build_twin.sh and check_op_package.sh: finds the public CANN headers (ascend-sdk,
-# at $ASCEND_SDK_DIR, else ../shared/ascend-sdk) and sets the flags its README gives. ASCEND_SDK is empty when
-# there is none; skip_without_sdk then ends the calling script.
-# The SDK's headers come in through -isystem, so warnings flags judge our files only.
-ASCEND_SDK=${ASCEND_SDK_DIR:-$(pwd)/../shared/ascend-sdk}
+# at $ASCEND_SDK_DIR, else ../shared/ascend-sdk, else .cann-sources/ascend-sdk as tools/fetch_cann_sources.sh makes
+# it) and sets the flags its README gives. ASCEND_SDK is empty when there is none; skip_without_sdk then ends the
+# calling script. The SDK's headers come in through -isystem, so warnings flags judge our files only.
+if [ -n "${ASCEND_SDK_DIR:-}" ]; then
+  ASCEND_SDK=$ASCEND_SDK_DIR
+elif [ -d "$(pwd)/../shared/ascend-sdk/asc-devkit" ]; then
+  ASCEND_SDK=$(pwd)/../shared/ascend-sdk
+else
+  ASCEND_SDK=$(pwd)/.cann-sources/ascend-sdk
+fi
 if [ -d "$ASCEND_SDK/asc-devkit" ]; then
   ASCEND_SDK=$(cd "$ASCEND_SDK" && pwd)
   # Ascend C in its CPU-debug mode, arch35 (Ascend 950)
@@ -25,7 +31,7 @@ fi
 # Ends the calling script (exit 0) with one line, "<prefix> no ascend-sdk at <dir> ...", when there is no SDK.
 skip_without_sdk() {
   [ -n "$ASCEND_SDK" ] && return 0
-  echo "$1 no ascend-sdk at ${ASCEND_SDK_DIR:-../shared/ascend-sdk} (set ASCEND_SDK_DIR)"
+  echo "$1 no CANN sources (ascend-sdk) at ${ASCEND_SDK_DIR:-../shared/ascend-sdk or .cann-sources/ascend-sdk}: run bash tools/fetch_cann_sources.sh (needs GitHub), or set ASCEND_SDK_DIR"
   exit 0
 }
 

@@ -16,7 +16,7 @@ platform_inc=""
 [ -n "$ASCEND_SDK" ] && platform_inc="-isystem $ASCEND_SDK/asc-devkit/include/utils -isystem $ASCEND_SDK/runtime/pkg_inc"
 for src in csrc/npu/*.cpp; do
   if [ -z "$platform_inc" ] && grep -q "platform_ascendc.h" "$src"; then
-    echo "npu glue compile check: skipped: $src needs CANN's platform header from ascend-sdk (set ASCEND_SDK_DIR)"
+    echo "npu glue compile check: skipped: $src needs CANN's platform header from ascend-sdk (run bash tools/fetch_cann_sources.sh, or set ASCEND_SDK_DIR)"
     continue
   fi
   g++ -std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 $torch_inc $py_inc -I"$npu_inc" $platform_inc -Icsrc \

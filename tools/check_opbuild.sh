@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs CANN's opbuild on our OpDef as the op package build does (OPS_PRODUCT_NAME=ascend950), with opbuild built
-# from CANN's open sources by ascend-sdk/opbuild ($ASCEND_SDK_DIR, else ../shared/ascend-sdk), into build/opbuild,
+# from CANN's open sources by ascend-sdk/opbuild (found by tools/ascend_sdk_env.sh), into build/opbuild,
 # and checks what it generated:
 #  - the ops-info (ini and JSON), the aclnn API header and the op proto against the op's contract
 #    (tests/opbuild/check_generated.py, written from the design, not from opbuild's output);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs our CANN op-host code (csrc/op_host/cann/: the IMPL_OP_OPTILING tiling + TilingParse and the
 # IMPL_OP_INFERSHAPE InferShape + InferDataType) under CANN's own op-host UT framework, built from CANN's open
-# sources by ascend-sdk/ophost-ut ($ASCEND_SDK_DIR, else ../shared/ascend-sdk). The tests are tests/op_host_ut/*:
+# sources by ascend-sdk/ophost-ut (found by tools/ascend_sdk_env.sh). The tests are tests/op_host_ut/*:
 # gtest in CANN's UT style, reaching our functions through CANN's op-impl space registry.
 # The framework build goes to build/ophost-ut and is reused (~1 min the first time on 2 cores, then ~20 s).
 # Needs Debian's libprotobuf-dev protobuf-compiler nlohmann-json3-dev libgtest-dev (.ci/run installs them under CI);

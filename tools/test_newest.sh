@@ -38,9 +38,11 @@ SRC=build/newest
 rm -rf "$SRC"
 mkdir -p "$SRC"
 git ls-files -co --exclude-standard -z | xargs -0 cp -P --parents -t "$SRC"
-# The copy is not beside ../shared: point the NPU checks at the same ascend-sdk the clone sees.
-if [ -z "${ASCEND_SDK_DIR:-}" ] && [ -d ../shared/ascend-sdk ]; then
-  export ASCEND_SDK_DIR="$(cd ../shared/ascend-sdk && pwd)"
+# The copy is neither beside ../shared nor holds .cann-sources: point the NPU checks at the tree the clone sees.
+if [ -z "${ASCEND_SDK_DIR:-}" ]; then
+  for sdk in ../shared/ascend-sdk .cann-sources/ascend-sdk; do
+    if [ -d "$sdk/asc-devkit" ]; then export ASCEND_SDK_DIR="$(cd "$sdk" && pwd)"; break; fi
+  done
 fi
 cd "$SRC"
 echo "newest-torch run: Python $("$VPY" -c 'import platform; print(platform.python_version())'), torch $("$VPY" -c 'import torch; print(torch.__version__)')"
