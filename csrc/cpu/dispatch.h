@@ -125,6 +125,19 @@ Isa lanes_isa(Isa isa, int64_t cl) {
 
 // ---- interleaved rows split into planes (Kernels::split) -----------------------------------------------------
 
+// The portable loop of split_into_planes; kC > 0 is C as a constant.
+template <int kC, typename scalar_t, typename acc_t>
+void split_rows_into_planes(scalar_t* planes, int64_t plane_row, int64_t plane, const acc_t* rows, int64_t row,
+                            int64_t n_rows, int64_t n_pos, int64_t C) {
+  const int64_t channels = kC > 0 ? kC : C;
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) {
+      scalar_t* __restrict out = planes + r * plane_row + c * plane;
+      const acc_t* __restrict in = rows + r * row + c;
+      for (int64_t i = 0; i < n_pos; ++i) out[i] = static_cast<scalar_t>(in[i * channels]);  // vec: split_into_planes
+    }
+}
+
 // Rows of C interleaved channels (n_rows x n_pos positions, rows `row` elements apart) split into C planes: element
 // (r, i, c) goes to planes[r * plane_row + c * plane + i], converted to the destination's type. Data movement only:
 // x86::deinterleave_row (AVX2) for float rows, else a loop.
@@ -141,12 +154,13 @@ void split_into_planes(Isa isa, scalar_t* planes, int64_t plane_row, int64_t pla
   }
 #endif
   (void)isa;
-  for (int64_t r = 0; r < n_rows; ++r)
-    for (int64_t c = 0; c < C; ++c) {
-      scalar_t* __restrict out = planes + r * plane_row + c * plane;
-      const acc_t* __restrict in = rows + r * row + c;
-      for (int64_t i = 0; i < n_pos; ++i) out[i] = static_cast<scalar_t>(in[i * C]);
-    }
+  // 2 to 4 channels with C known to the compiler: its stride-C loads vectorise (NEON's ld2/ld3/ld4).
+  switch (C) {
+    case 2: return split_rows_into_planes<2>(planes, plane_row, plane, rows, row, n_rows, n_pos, C);
+    case 3: return split_rows_into_planes<3>(planes, plane_row, plane, rows, row, n_rows, n_pos, C);
+    case 4: return split_rows_into_planes<4>(planes, plane_row, plane, rows, row, n_rows, n_pos, C);
+    default: return split_rows_into_planes<0>(planes, plane_row, plane, rows, row, n_rows, n_pos, C);
+  }
 }
 
 // ---- the W-first gather's output rows (Kernels::rows) ------------------------------------------------------------

@@ -27,7 +27,7 @@ namespace rbg::cpu {
 namespace {
 
 RBG_MULTIVERSION void axpy(float* __restrict y, const float* __restrict x, float w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];  // vec: axpy
 }
 RBG_MULTIVERSION void axpy(double* __restrict y, const double* __restrict x, double w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
@@ -36,21 +36,21 @@ RBG_MULTIVERSION void axpy(double* __restrict y, const double* __restrict x, dou
 // fill followed by axpy (including +0 for a -0 product), in one pass over the row instead of two.
 template <typename acc_t>
 RBG_MULTIVERSION void axpy_into_zero(acc_t* __restrict y, const acc_t* __restrict x, acc_t w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = acc_t(0) + w * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] = acc_t(0) + w * x[i];  // vec: axpy_into_zero
 }
 RBG_MULTIVERSION void widen(float* __restrict y, const c10::BFloat16* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);  // vec: widen_bfloat16
 }
 // float16 conversions: F16C where kernels/convert.h has it (dispatch.h), else c10's exact software conversion.
 RBG_MULTIVERSION void widen_loop(float* __restrict y, const c10::Half* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);  // vec: widen_float16
 }
 RBG_MULTIVERSION void narrow_loop(c10::Half* __restrict y, const float* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::Half>(x[i]);
 }
 
 RBG_MULTIVERSION void narrow(c10::BFloat16* __restrict y, const float* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::BFloat16>(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<c10::BFloat16>(x[i]);  // vec: narrow_bfloat16
 }
 
 // One forward output row from its four source rows: ((r0 w0 + r1 w1) + r2 w2) + r3 w3, PyTorch's order, in one
@@ -58,7 +58,7 @@ RBG_MULTIVERSION void narrow(c10::BFloat16* __restrict y, const float* __restric
 template <typename acc_t>
 RBG_MULTIVERSION void combine4(acc_t* __restrict out, const acc_t* r0, const acc_t* r1, const acc_t* r2,
                                const acc_t* r3, acc_t w0, acc_t w1, acc_t w2, acc_t w3, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
+  for (int64_t i = 0; i < n; ++i) out[i] = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;  // vec: combine4
 }
 
 // combine4 for float rows that are final outputs, with the overflow guard's inf/NaN test (nonfinite.h) fused in, so
@@ -66,7 +66,7 @@ RBG_MULTIVERSION void combine4(acc_t* __restrict out, const acc_t* r0, const acc
 RBG_MULTIVERSION bool combine4_checked(float* __restrict out, const float* r0, const float* r1, const float* r2,
                                        const float* r3, float w0, float w1, float w2, float w3, int64_t n) {
   uint32_t carry = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {  // vec: combine4_checked
     const float v = ((r0[i] * w0 + r1[i] * w1) + r2[i] * w2) + r3[i] * w3;
     out[i] = v;
     uint32_t bits;
@@ -161,7 +161,7 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
     for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
       const acc_t* __restrict in = g + src[e] * stride;
       const acc_t we = w[e];
-      for (int64_t c = 0; c < channels; ++c) out[c] += in[c] * we;
+      for (int64_t c = 0; c < channels; ++c) out[c] += in[c] * we;  // vec: w_pass_gather_channels
     }
   }
 }
@@ -170,7 +170,7 @@ RBG_MULTIVERSION void w_pass_gather_channels(acc_t* __restrict row, const acc_t*
 RBG_MULTIVERSION bool any_nonfinite(const float* __restrict p, int64_t n) {
   const uint32_t* bits = reinterpret_cast<const uint32_t*>(p);
   uint32_t carry = 0;
-  for (int64_t i = 0; i < n; ++i) carry |= nonfinite_carry_bits(bits[i]);
+  for (int64_t i = 0; i < n; ++i) carry |= nonfinite_carry_bits(bits[i]);  // vec: any_nonfinite
   return (carry & kNonfiniteSignBit) != 0;
 }
 
