@@ -78,8 +78,8 @@ class Device:
         return t.contiguous(memory_format=torch.channels_last) if layout == "NHWC" else t.contiguous()
 
     def free_bytes(self) -> float:
-        if self.emulated:
-            return float(EMULATED_MAX_ELEMENTS * 8 * 4)
+        if self.emulated:  # host memory; the emulator's own limit is EMULATED_MAX_ELEMENTS (emulated_too_big)
+            return math.inf
         free, _ = torch.npu.mem_get_info()
         return float(free)
 
