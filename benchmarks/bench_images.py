@@ -18,7 +18,16 @@ Each output is timed as the op returns it (no layout conversion after it on any 
 opencv-python-headless is an optional benchmark dependency (pip install opencv-python-headless), never a runtime one.
 Writes benchmarks/results/bench_images.{txt,png} (with --input both) and prints the tables.
 
-    python benchmarks/bench_images.py [--repeats 15] [--input batched|view|both]
+--set large: large downscales (factors 2.5 to 18, the most common resize: a frame to a model's input, a thumbnail),
+NCHW and channels_last, forward against PyTorch, OpenCV (on the same values as an HWC array, one call per image) and
+the read floor, the gradient against PyTorch and the write floor. Values are checked first. The floors are the
+engine's own loops on the same threads: the forward's, a read of just the rows its taps reach
+(`_C._read_rows`, the overflow guard's magnitude test over them); the gradient's, its output's bytes written with the
+engine's non-temporal whole-line stores into one of four kept buffers in turn (`_C._stream_fill`), as
+bench_ceiling.py's stream floor. Every function runs interleaved with the others of its direction, medians.
+Writes benchmarks/results/bench_images_large.txt.
+
+    python benchmarks/bench_images.py [--repeats 15] [--input batched|view|both] [--set images|large]
 """
 import argparse
 import math
@@ -66,16 +75,105 @@ def opencv_fn(cv2, img, oh, ow):
     return lambda: cv2.resize(img, (ow, oh), interpolation=cv2.INTER_CUBIC)
 
 
+# Large downscales: (name, N, C, H, W, out H, out W).
+LARGE = [
+    ("1080p RGB -> 224", 1, 3, 1080, 1920, 224, 224),
+    ("4K RGB -> 224", 1, 3, 2160, 3840, 224, 224),
+    ("4K RGB -> 270x480", 1, 3, 2160, 3840, 270, 480),
+    ("4096^2 gray -> 256", 1, 1, 4096, 4096, 256, 256),
+    ("8x RGB 512^2 -> 64", 8, 3, 512, 512, 64, 64),
+    ("64ch 256^2 -> 32", 1, 64, 256, 256, 32, 32),
+    ("1024^2 RGB -> 300", 1, 3, 1024, 1024, 300, 300),
+    ("8x RGB 1024x768 -> 224", 8, 3, 1024, 768, 224, 224),
+    ("1080p RGB -> 2.5x", 1, 3, 1080, 1920, 432, 768),
+    ("1080p RGB -> 7x", 1, 3, 1080, 1920, 154, 274),
+    ("2048^2 RGB -> 11.6x", 1, 3, 2048, 2048, 177, 177),
+    ("3000x4000 RGB -> 15x", 1, 3, 3000, 4000, 200, 267),
+]
+
+
+def tapped_rows(in_len, out_len):
+    """The source rows the forward's taps reach (align_corners=False, no scale: docs/design.md's index rule)."""
+    scale = in_len / out_len
+    rows = set()
+    for o in range(out_len):
+        i0 = min(math.floor(scale * (o + 0.5) - 0.5), in_len - 1)
+        rows.update(min(max(i0 - 1 + k, 0), in_len - 1) for k in range(4))
+    return sorted(rows)
+
+
+def run_large(cv2, repeats):
+    from torch_resize_bicubic import _C
+    import itertools
+
+    lines = []
+
+    def say(line=""):
+        print(line)
+        lines.append(line)
+
+    say(f"torch {torch.__version__}, OpenCV {cv2.__version__}, float32, 2 threads, medians of {repeats} interleaved "
+        "rounds, fresh outputs; floors: read of the rows the taps reach (forward), streamed write of the output "
+        "into kept buffers (gradient)\n")
+    say("| case | layout | max diff vs PyTorch / OpenCV / grad (rel) | fwd ours ms | PyTorch | OpenCV | floor | vs PyTorch | vs OpenCV | x floor | "
+        "grad ours ms | PyTorch | floor | vs PyTorch | x floor |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    fwd_pt, fwd_cv, grad_pt = [], [], []
+    for name, n, c, h, w, oh, ow in LARGE:
+        for layout, fmt in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_last)):
+            gen = torch.Generator().manual_seed(0)
+            x = torch.rand(n, c, h, w, generator=gen).contiguous(memory_format=fmt)
+            g = torch.randn(n, c, oh, ow, generator=gen).contiguous(memory_format=fmt)
+            hwc = [x[i].permute(1, 2, 0).contiguous().numpy() for i in range(n)]
+            rows = tapped_rows(h, oh)
+            ours = lambda: torch.ops.cann.resize_bicubic_v2(x, [oh, ow], False, [0.0, 0.0])  # noqa: E731
+            pt = lambda: F.interpolate(x, size=(oh, ow), mode="bicubic", align_corners=False)  # noqa: E731
+            cv = lambda: [cv2.resize(im, (ow, oh), interpolation=cv2.INTER_CUBIC) for im in hwc]  # noqa: E731
+            read_floor = lambda: _C._read_rows(x, rows)  # noqa: E731
+            ours_g = lambda: torch.ops.cann.resize_bicubic_v2_grad(g, x, False, [0.0, 0.0])  # noqa: E731
+            pt_g = lambda: torch.ops.aten.upsample_bicubic2d_backward(g, [oh, ow], [n, c, h, w], False)  # noqa: E731
+            kept = itertools.cycle([torch.empty_like(x) for _ in range(4)])
+            write_floor = lambda: _C._stream_fill(next(kept), 0.0)  # noqa: E731
+            # Values first: against PyTorch (both directions) and OpenCV (the forward; float32 sums, its own order).
+            d_pt = float((ours() - pt()).abs().max())
+            d_cv = max(float(np.abs(ours()[i].permute(1, 2, 0).numpy() - np.atleast_3d(y)).max())
+                       for i, y in enumerate(cv()))
+            ref_g = pt_g()
+            d_g = float((ours_g() - ref_g).abs().max() / ref_g.abs().max())
+            # The same resize on every side: float32 source coordinates round differently past ~1e-4 of the value
+            # range (PyTorch's fused multiply-adds, OpenCV's fixed-point coordinates), never more.
+            assert d_pt < 1e-3 and d_cv < 1e-3 and d_g < 1e-5, (name, layout, d_pt, d_cv, d_g)
+            t_o, t_p, t_c, t_f = (t * 1e3 for t in medians([ours, pt, cv, read_floor], repeats))
+            g_o, g_p, g_f = (t * 1e3 for t in medians([ours_g, pt_g, write_floor], repeats))
+            fwd_pt.append(t_p / t_o)
+            fwd_cv.append(t_c / t_o)
+            grad_pt.append(g_p / g_o)
+            say(f"| {name} | {layout} | {d_pt:.0e} / {d_cv:.0e} / {d_g:.0e} | {t_o:.2f} | {t_p:.2f} | {t_c:.2f} | {t_f:.2f} | {t_p / t_o:.2f}x | "
+                f"{t_c / t_o:.2f}x | {t_o / t_f:.2f} | {g_o:.2f} | {g_p:.2f} | {g_f:.2f} | {g_p / g_o:.2f}x | "
+                f"{g_o / g_f:.2f} |")
+    geo = lambda r: math.exp(sum(map(math.log, r)) / len(r))  # noqa: E731
+    say(f"\nforward: geometric mean {geo(fwd_pt):.2f}x PyTorch (min {min(fwd_pt):.2f}x), {geo(fwd_cv):.2f}x OpenCV "
+        f"(min {min(fwd_cv):.2f}x); gradient: geometric mean {geo(grad_pt):.2f}x PyTorch (min {min(grad_pt):.2f}x)")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--input", choices=["batched", "view", "both"], default="both")
+    parser.add_argument("--set", choices=["images", "large"], default="images")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = parser.parse_args()
     import cv2
 
     torch.set_num_threads(2)
     cv2.setNumThreads(2)
+    if args.set == "large":
+        lines = run_large(cv2, args.repeats)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "bench_images_large.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return
     lines, ratios = [], {}
     for form in (["batched", "view"] if args.input == "both" else [args.input]):
         ratios[form] = run_form(cv2, form, args.repeats, lines)

@@ -65,6 +65,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
+  m.def("_read_rows", &rbg::cpu::read_rows, py::arg("x"), py::arg("rows"),
+        "Reads the given H rows of every plane of a float32 CPU tensor with the engine's magnitude test and returns the "
+        "largest magnitude's bits (a benchmark floor)");
   m.def(
       "_set_overflow_taps",
       [](int forward, int backward) {

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from torch_resize_bicubic import _C
-from helpers import make_layout
+from helpers import assert_forward_close, assert_matches_reference, make_layout
 
 CL = torch.channels_last
 
@@ -117,6 +117,42 @@ def test_a_large_h_first_forward_streams_its_whole_line_stores(fmt):
     assert "H first" in large and "streaming stores" not in small, small
     avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not os.environ.get("RBG_CPU_NO_AVX512")
     assert ("streaming stores" in large) == avx512, large
+
+
+@pytest.mark.parametrize("shape, fmt, size", [
+    ((1, 3, 1024, 2048), torch.contiguous_format, (128, 256)),
+    ((1, 3, 1024, 2048), CL, (128, 256)),
+    ((1, 1, 4096, 4096), torch.contiguous_format, (256, 256)),
+    ((8, 3, 512, 512), torch.contiguous_format, (64, 64)),
+    ((1, 3, 2048, 2048), CL, (128, 128)),
+])
+def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
+    # A reduction by 8 or 16: the fast path, H first, its H pass reading each output row's four source rows and
+    # running the overflow guard's input test as it reads them (no second read, no rows between the taps). Factors
+    # that are powers of two keep the float32 source coordinates exact, on PyTorch's side too, so the float64 bound
+    # holds; other factors' coordinates round (docs/api.md), and the small ones are tested in test_forward.py.
+    x = torch.randn(shape).contiguous(memory_format=fmt)
+    plan = _C._cpu_plan(x, *size, True)
+    assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
+    assert "H combine4_magnitude [portable]" in plan, plan
+    assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0]), x, size, False)
+    for dtype in (torch.bfloat16, torch.float64):  # rows widened or of doubles: the guard reads them itself
+        plan = _C._cpu_plan(x.to(dtype), *size, True)
+        assert "fast" in plan and "H pass tests inputs" not in plan, plan
+
+
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, CL])
+def test_the_gradient_of_a_large_downscale_writes_its_output_once(fmt):
+    # The gradient's output rows are staged in cache and written out with whole-line non-temporal stores where the
+    # output is 8 MiB or more (1080p RGB: 24.9 MB) and the CPU has AVX2; a 540p output (6.2 MB) is copied as usual.
+    g = torch.randn(1, 3, 224, 224).contiguous(memory_format=fmt)
+    large, small = _C._cpu_plan(g, 1080, 1920, False), _C._cpu_plan(g, 540, 960, False)
+    assert "staged" in large and "streaming stores" not in small, small
+    simd = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+    assert ("streaming stores" in large and "store x86::stream_copy" in large) == simd, large
+    image = torch.empty(1, 3, 1080, 1920)
+    assert_matches_reference(torch.ops.cann.resize_bicubic_v2_grad(g, image, False, [0.0, 0.0]), g, (1080, 1920),
+                             False)
 
 
 def test_tasks_of_small_planes_do_not_fetch():

@@ -49,7 +49,7 @@ def _plans(env):
 
 def _defined(name):
     """Files of csrc/cpu that define function `name`: a return type right before it, no `=` or `return`."""
-    pattern = re.compile(r"^(?![^\n]*\breturn\b)[^\n=]*\b(inline|void|bool|int|int64_t|float|auto)\s+"
+    pattern = re.compile(r"^(?![^\n]*\breturn\b)[^\n=]*\b(inline|void|bool|int|int64_t|uint32_t|float|auto)\s+"
                          + re.escape(name) + r"\s*\(", re.M)
     return [p for p in SOURCES if pattern.search(p.read_text())]
 
@@ -63,7 +63,7 @@ def test_every_plan_names_its_kernels_and_their_isa(path):
     for line in _plans(ISA_PATHS[path]):
         assert "; kernels " in line, line
         for entry in line.split("; kernels ")[1].split(", "):
-            m = re.fullmatch(r"(W\+H|W|H|lanes|convert|split|guard) (\S+) \[(portable|avx2|avx512)\]", entry)
+            m = re.fullmatch(r"(W\+H|W|H|lanes|convert|split|guard|store) (\S+) \[(portable|avx2|avx512)\]", entry)
             assert m, (entry, line)
             role, names, isa = m.groups()
             assert isa in allowed, (entry, line)

@@ -111,6 +111,12 @@ ISA_CASES = [
     ((1, 3, 21, 130), (10, 65), False, torch.float32, "hwc_view"),
     ((1, 3, 720, 1280), (360, 640), False, torch.float32, "channels_last"),
     ((1, 2, 1200, 1000), (600, 500), False, torch.float32, "contiguous"),
+    # reductions by 4.5 to 9 (the forward's H pass tests its rows as it reads them), and the gradients of reductions
+    # of 9 into outputs over 8 MiB (staged rows written with non-temporal stores)
+    ((1, 3, 1080, 1440), (120, 160), False, torch.float32, "contiguous"),
+    ((1, 3, 1080, 1440), (240, 160), True, torch.float32, "channels_last"),
+    ((2, 3, 100, 90), (900, 810), False, torch.float32, "contiguous"),
+    ((1, 3, 120, 160), (1080, 1440), False, torch.float32, "channels_last"),
 ]
 
 
@@ -128,6 +134,12 @@ def isa_outputs():
             # last row
             g[0, 0, 0, 0] = float("nan")
             g[0, -1, -2:, -2:] = 3.0e38
+        elif shape[2] >= 4 * in_hw[0] and dtype == torch.float32:
+            # large reductions: a NaN on a row the taps reach, a huge value on a row between them (read by no output)
+            # and a pair whose H sums overflow near the end
+            g[0, 0, 5, 7] = float("nan")
+            g[0, 1, 3, 40] = 3.0e38 if 3 % (shape[2] // in_hw[0]) else 1.0
+            g[0, -1, -3:-1, -3:] = 3.0e38
         g = make_layout(g.to(dtype), layout)
         image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
         outs.append(trb.resize_bicubic_v2_grad(g, image, align, (0.0, 0.0)))

@@ -169,17 +169,22 @@ def test_planted_inf_nan_and_maxima_land_where_pytorchs_do(case):
     assert_nonfinite_like(backward(g, in_hw, align, scales), expected)
 
 
-def test_streaming_tiles_with_planted_values_land_where_pytorchs_do():
-    # Large reductions take the streaming path; its tiles are guarded the same way.
+def test_large_reductions_with_planted_values_land_where_pytorchs_do():
+    # Reductions by 9 and 12 read only the rows their taps reach; float rows are tested for the guard as the H pass
+    # reads them. Values planted on rows the taps reach and on rows between them (which no output reads).
     gen = torch.Generator().manual_seed(3)
     for dtype in DTYPES:
-        x = torch.randn(1, 3, 64, 700, generator=gen).to(dtype)
-        x[0, 0, 10, 100] = float("inf")
-        x[0, 1, 40, 352] = float("nan")
-        x[0, 2, 5:9, 600:604] = torch.finfo(dtype).max
-        x[0, 2, 30, 3] = -float("inf")
-        assert "streaming" in _C._cpu_plan(x, 7, 60, True)
-        assert_nonfinite_like(forward(x, (7, 60)), aten.upsample_bicubic2d(x, [7, 60], False, None, None))
+        for fmt in (torch.contiguous_format, torch.channels_last):
+            x = torch.randn(1, 3, 64, 700, generator=gen).to(dtype).contiguous(memory_format=fmt)
+            x[0, 0, 10, 100] = float("inf")
+            x[0, 1, 40, 352] = float("nan")
+            x[0, 2, 5:9, 600:604] = torch.finfo(dtype).max
+            x[0, 2, 30, 3] = -float("inf")
+            x[0, 1, 0, 7] = float("nan")  # row 0: the first output's clamped taps
+            plan = _C._cpu_plan(x, 7, 60, True)
+            assert "fast" in plan, plan
+            assert ("H pass tests inputs" in plan) == (dtype == torch.float32), plan
+            assert_nonfinite_like(forward(x, (7, 60)), aten.upsample_bicubic2d(x, [7, 60], False, None, None))
 
 
 STREAM_ONLY = """

@@ -17,11 +17,13 @@ import sys
 PATHS = {"default": {}, "no_avx512": {"RBG_CPU_NO_AVX512": "1"}, "portable": {"RBG_CPU_PORTABLE": "1"},
          "stream_only": {"RBG_CPU_STREAM_ONLY": "1"}}
 
-# (N, C, H, W) -> (OH, OW), align_corners: up, down, mixed, wide channels, tall, one-pixel axes, extreme ratios.
+# (N, C, H, W) -> (OH, OW), align_corners: up, down, mixed, wide channels, tall, one-pixel axes, extreme ratios,
+# large downscales (factors 9 to 15).
 CASES = [((2, 3, 9, 11), (17, 23), False), ((2, 3, 32, 32), (13, 15), True), ((1, 4, 20, 7), (9, 30), False),
          ((2, 32, 8, 8), (16, 16), False), ((1, 17, 12, 5), (5, 12), True), ((1, 2, 1, 40), (3, 9), False),
          ((1, 3, 64, 64), (3, 250), False), ((1, 1, 300, 4), (7, 1), True), ((3, 5, 6, 6), (6, 6), False),
-         ((1, 3, 108, 192), (54, 96), False), ((1, 3, 54, 96), (108, 192), False)]
+         ((1, 3, 108, 192), (54, 96), False), ((1, 3, 54, 96), (108, 192), False),
+         ((1, 3, 270, 480), (30, 53), False), ((2, 2, 150, 200), (17, 13), True)]
 
 
 def layouts(t):

@@ -84,4 +84,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"

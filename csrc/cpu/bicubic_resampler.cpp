@@ -31,6 +31,7 @@
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -90,10 +91,9 @@ at::Tensor resample(const at::Tensor& src, int64_t dst_h, int64_t dst_w, Directi
     const AxisMap<acc_t> mh(in_h, out_h, align_corners, scale_h, dir);
     const AxisMap<acc_t> mw(in_w, out_w, align_corners, scale_w, dir);
     const int64_t cl = engine_channels(src, channels_last);
-    // The forward's fast path reads every input row and column; past a 4x reduction most are not needed,
-    // and gathering just the taps (the streaming path) does less work.
-    const bool moderate = !forward || (in_h <= 4 * out_h + 4 && in_w <= 4 * out_w + 4);
-    const bool fast = moderate && AxisOp<acc_t>(mw).gather_bytes() <= kTableBudget &&
+    // Every factor takes the fast path (a reduction's H pass reads only the rows its taps reach); the streaming path
+    // takes what is past its memory limits.
+    const bool fast = AxisOp<acc_t>(mw).gather_bytes() <= kTableBudget &&
                       std::max(SW, dst_w) * cl * static_cast<int64_t>(sizeof(acc_t)) <= kMaxFastRowBytes &&
                       !stream_only();
     if (fast) {
@@ -174,6 +174,28 @@ void stream_fill(at::Tensor& out, double value) {
   at::parallel_for(0, lines, 1024, [&](int64_t begin, int64_t end) {
     stream_fill_lines(isa, data + head + begin * 16, (end - begin) * 16, v);
   });
+}
+
+int64_t read_rows(const at::Tensor& x, const std::vector<int64_t>& rows) {
+  const bool cl = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
+  TORCH_CHECK(x.dim() == 4 && x.scalar_type() == at::kFloat && (x.is_contiguous() || cl),
+              "read_rows: x must be a 4-D float32 tensor, contiguous or channels_last");
+  const int64_t H = x.size(2), planes = cl ? x.size(0) : x.size(0) * x.size(1);
+  const int64_t row = cl ? x.size(3) * x.size(1) : x.size(3), plane = H * row;
+  for (const int64_t r : rows) TORCH_CHECK(r >= 0 && r < H, "read_rows: row ", r, " outside [0, ", H, ")");
+  const float* const data = x.const_data_ptr<float>();
+  const auto n = static_cast<int64_t>(rows.size());
+  std::atomic<uint32_t> most{0};
+  const Isa isa = cpu_isa();
+  at::parallel_for(0, planes * n, 16, [&](int64_t begin, int64_t end) {
+    uint32_t m = 0;
+    for (int64_t k = begin; k < end; ++k)
+      m = std::max(m, max_magnitude_bits(isa, data + (k / n) * plane + rows[k % n] * row, row));
+    uint32_t seen = most.load();
+    while (m > seen && !most.compare_exchange_weak(seen, m)) {
+    }
+  });
+  return most.load();
 }
 
 std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, bool forward, bool align_corners,

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <vector>
 
 namespace rbg::cpu {
 
@@ -32,6 +33,11 @@ std::string describe_plan(const at::Tensor& src, int64_t dst_h, int64_t dst_w, b
 // the engine writes large outputs with (AVX-512 or AVX2; ordinary stores elsewhere), on the engine's threads: the floor
 // a forward that writes its output that way cannot beat, timed by benchmarks/bench_ceiling.py. Not an op; no autograd.
 void stream_fill(at::Tensor& out, double value);
+
+// Reads rows `rows` (H indices) of every plane of x (float32; NCHW rows or channels_last rows, each contiguous) with
+// the overflow guard's full-width magnitude test, on the engine's threads, and returns the largest magnitude's bits:
+// the floor of a forward that reads just those rows (benchmarks/bench_images.py). Not an op; no autograd.
+int64_t read_rows(const at::Tensor& x, const std::vector<int64_t>& rows);
 
 // Output rows (streaming: tile rows) the overflow guard has recomputed in PyTorch's order since the process started
 // (for tests).

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "isa.h"
@@ -279,6 +280,25 @@ inline void stream_fill_lines(Isa isa, float* p, int64_t n, float v) {
 #endif
   (void)isa;
   std::fill(p, p + n, v);
+}
+
+// n floats from x to y, the whole 64-byte lines of y with non-temporal stores (x86::stream_copy16 or stream_copy8),
+// the partial lines at either end as usual (a neighbouring task may write their other elements), fenced.
+inline void stream_copy(Isa isa, float* y, const float* x, int64_t n) {
+#ifdef RBG_X86_FAST
+  if (isa != Isa::Portable) {
+    const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4);
+    const int64_t body = (n - head) / 16 * 16;
+    std::memcpy(y, x, head * sizeof(float));
+    if (isa == Isa::Avx512) x86::stream_copy16(y + head, x + head, body);
+    else x86::stream_copy8(y + head, x + head, body);
+    std::memcpy(y + head + body, x + head + body, (n - head - body) * sizeof(float));
+    x86::store_fence();
+    return;
+  }
+#endif
+  (void)isa;
+  std::memcpy(y, x, n * sizeof(float));
 }
 
 }  // namespace

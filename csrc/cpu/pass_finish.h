@@ -4,6 +4,7 @@
 // internal linkage, so that the hot loops inline across rooms as they did in one file.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,26 @@ inline bool rows_reach_limit(const TaskState<scalar_t, acc_t>& st, const scalar_
   return std::isfinite(st.p.guard_limit) &&
          box_reaches_limit(st.p.kernels.guard, su, st.io.sh, st.io.sw, st.io.sc, r0, r1, 0, st.io.tw.src_len, 0,
                            st.p.cl, st.p.guard_limit);
+}
+
+// Whether the source rows that output rows [y0, y1) read hold a value at the limit: each row's window of taps, tested
+// once, so that a downscale by more than 4, whose windows leave rows between them, reads only the rows its taps reach.
+// Windows that step back (the index rule of scales too small for int64) test the whole span instead.
+template <typename scalar_t, typename acc_t>
+inline bool read_rows_reach_limit(const TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t y0, int64_t y1) {
+  int64_t first = 0, tested = 0;  // rows [first of the previous window, tested) are tested
+  for (int64_t dy = y0; dy < y1; ++dy) {
+    int64_t s0, s1;
+    st.io.th.sources(dy, dy + 1, s0, s1);
+    if (dy > y0 && s0 < first) {
+      st.io.th.sources(y0, y1, s0, s1);
+      return rows_reach_limit(st, su, s0, s1);
+    }
+    if (std::max(s0, tested) < s1 && rows_reach_limit(st, su, std::max(s0, tested), s1)) return true;
+    first = s0;
+    tested = std::max(tested, s1);
+  }
+  return false;
 }
 
 // Whether output row dy of the task must go to PyTorch's order (aten_order.h): a source row it reads reaches the
@@ -55,7 +76,10 @@ template <typename scalar_t, typename acc_t>
 inline bool guard_may_flag(const TaskState<scalar_t, acc_t>& st, const acc_t* ob, int64_t n) {
   if (st.hot) return true;
   if constexpr (std::is_same_v<scalar_t, c10::Half>) return reaches_limit(st.p.kernels.guard, ob, n, kHalfOutputLimit);
-  if constexpr (std::is_same_v<acc_t, float>) return st.tested ? st.nonfinite : any_nonfinite(ob, n);
+  // Float accumulation with a finite input limit: every input below it, no sum can overflow, so the input test has
+  // answered (the outputs need no second read).
+  if constexpr (std::is_same_v<acc_t, float>)
+    return !std::isfinite(st.p.guard_limit) && (st.tested ? st.nonfinite : any_nonfinite(ob, n));
   return false;
 }
 
@@ -64,11 +88,8 @@ inline bool guard_may_flag(const TaskState<scalar_t, acc_t>& st, const acc_t* ob
 template <typename scalar_t, typename acc_t>
 inline void guard_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
                        int64_t y1) {
-  if (st.p.forward) {  // the forward's input test (run_task says why here)
-    int64_t sy0, sy1;
-    st.io.th.sources(y0, y1, sy0, sy1);
-    st.hot = rows_reach_limit(st, su, sy0, sy1);
-  }
+  // The forward's input test (run_task says why here), unless the H pass ran it as it read the rows.
+  if (st.p.forward && !st.inputs_tested) st.hot = read_rows_reach_limit(st, su, y0, y1);
   if (!guard_may_flag(st, ob, (y1 - y0) * st.p.out_row)) return;
   for (int64_t dy = y0; dy < y1;) {
     if (!guard_flags_row(st, su, u, ob, y0, dy)) {
@@ -90,13 +111,16 @@ inline void guard_rows(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64
 template <typename scalar_t, typename acc_t>
 inline void finish(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
                    int64_t y1) {
-  if (st.p.stream_out) store_fence();  // the non-temporal stores land before the rows are read again
+  if (st.p.stream_out && !st.p.staged) store_fence();  // the non-temporal stores land before the rows are read again
   const int64_t out_row = st.p.out_row, n = (y1 - y0) * out_row;
   guard_rows(st, su, u, ob, y0, y1);
   if (!st.p.staged) return;
   if (st.p.planar_out) {
     st.write_planes(u, y0, y1, ob);
   } else if constexpr (std::is_same_v<scalar_t, acc_t>) {
+    if constexpr (std::is_same_v<acc_t, float>) {
+      if (st.p.stream_out) return stream_copy(st.p.kernels.guard, st.io.dst + (u * st.p.DH + y0) * out_row, ob, n);
+    }
     std::memcpy(st.io.dst + (u * st.p.DH + y0) * out_row, ob, n * sizeof(acc_t));
   } else {
     narrow(st.p.kernels.convert, st.io.dst + (u * st.p.DH + y0) * out_row, ob, n);

@@ -56,6 +56,7 @@ inline void gather_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, i
   if (st.p.halve) return halve(st, su, ob, y0, y1);
   const int64_t in_row = st.p.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
   acc_t* const ring = sized(st.scratch.ring, st.p.read_in_place ? 0 : kRingRows * chunk);
+  uint32_t most = 0;  // tests_inputs: the largest magnitude the H pass read, as bits
   for (int64_t e0 = 0; e0 < in_row; e0 += chunk) {
     const int64_t len = std::min(chunk, in_row - e0);
     int64_t tag[kRingRows];
@@ -73,8 +74,19 @@ inline void gather_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, i
       const RowTaps<acc_t> t = st.row_taps(dy);
       // Fetch in ascending order, so that the ring never evicts a row this output still needs.
       const acc_t *r0 = row(t.s[0]), *r1 = row(t.s[1]), *r2 = row(t.s[2]), *r3 = row(t.s[3]);
-      combine4(st.mid + (dy - y0) * in_row + e0, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
+      acc_t* const out = st.mid + (dy - y0) * in_row + e0;
+      if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+        if (st.p.tests_inputs) {
+          most = std::max(most, combine4_magnitude(out, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len));
+          continue;
+        }
+      }
+      combine4(out, r0, r1, r2, r3, t.w[0], t.w[1], t.w[2], t.w[3], len);
     }
+  }
+  if (st.p.tests_inputs) {  // every column of every row the task's taps reach was read: the guard's input test
+    st.inputs_tested = true;
+    st.hot = most >= st.p.guard_bits;
   }
   const char *fetch = nullptr, *fetch_end = nullptr;
   if (st.p.fetch_next) st.next_task_rows(u, y1, sy1, fetch, fetch_end);

@@ -133,6 +133,8 @@ struct FastPlan {
   int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
   int64_t grain = 1;             // tasks per thread at least (threads.h): a small call runs on the calling thread
   double guard_limit = 0;        // the overflow guard's input limit (aten_order.h); +inf: outputs only (float16)
+  bool tests_inputs = false;     // the H-first gather's H pass runs the guard's input test as it reads (float rows)
+  uint32_t guard_bits = 0;       // ... against the limit's bits (magnitude.h)
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
@@ -194,6 +196,7 @@ struct FastPlan {
     if (staged) s += ", staged";
     if (planar_out) s += split_input ? ", input rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
+    if (tests_inputs) s += ", H pass tests inputs";
     if (fetch_next) s += ", fetches next rows";
     return s + "; kernels " + kernel_names();
   }
@@ -216,6 +219,9 @@ struct FastPlan {
       if (stream_out && !h_first && h_pass == HPass::Gather)
         names.push_back(k("H", "x86::combine4_checked_stream", Isa::Avx2));
     }
+    if (staged && stream_out)
+      names.push_back(k("store", kernels.guard == Isa::Avx512 ? "x86::stream_copy16" : "x86::stream_copy8",
+                        kernels.guard));
     if (kernels.convert != Isa::Portable)
       names.push_back(k("convert", kernels.convert == Isa::Avx512 ? "x86::widen_avx512+narrow_avx512"
                                                                   : "x86::widen_f16c+narrow_f16c", kernels.convert));
@@ -244,6 +250,7 @@ struct FastPlan {
   }
   const char* h_kernel() const {
     if (h_pass == HPass::Scatter || !forward) return "axpy";
+    if (tests_inputs) return "combine4_magnitude";
     if (h_first || !acc_float) return "combine4";
     if (kernels.rows == Isa::Avx512) return "x86::combine4x2_checked16";
     if (kernels.rows == Isa::Avx2) return "x86::combine4x2_checked";

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -168,7 +169,12 @@ void plan_stores(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
     // The forward's passes write the output rows themselves (not staged), each row whole 64-byte lines.
     const bool rows_of_lines = p.forward && !p.staged && (p.planar_out ? in.DW : p.out_row) % 16 == 0 &&
                                reinterpret_cast<uintptr_t>(in.dst.const_data_ptr()) % 64 == 0;
-    if (!p.h_first)
+    // The gradient's output rows are staged in cache (its H pass adds into them several times) and written out with
+    // non-temporal stores (stream_copy) where the output is kStreamStoreBytes or more: written once, no line read.
+    if (!p.forward) {
+      p.stream_out = !p.planar_out && in.isa != Isa::Portable && out_bytes >= FastPlan::kStreamStoreBytes;
+      p.staged = p.staged || p.stream_out;
+    } else if (!p.h_first)
       p.stream_out = rows_of_lines && p.h_pass == HPass::Gather && in.isa != Isa::Portable &&
                      out_bytes >= FastPlan::kStreamStoreBytes;
     else
@@ -258,6 +264,12 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   plan_kernels_and_scratch(p, in);
   plan_threads(p, in);
   p.guard_limit = guard_input_limit<scalar_t, acc_t>(th.map, tw.map);
+  // Float rows read in place by the H-first gather: its H pass reads every row the taps reach, whole, so it runs the
+  // guard's input test as it goes (combine4_magnitude) instead of the rows being read again after the passes.
+  if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {
+    p.tests_inputs = p.forward && p.h_first && !p.halve && p.read_in_place && std::isfinite(p.guard_limit);
+    if (p.tests_inputs) p.guard_bits = limit_bits<float>(p.guard_limit);
+  }
   return p;
 }
 

@@ -76,6 +76,26 @@ RBG_MULTIVERSION bool combine4_checked(float* __restrict out, const float* r0, c
   return (carry & kNonfiniteSignBit) != 0;
 }
 
+// combine4 for float source rows read in place, with the overflow guard's input test (magnitude.h) fused in: returns the
+// largest of the four rows' magnitudes, as bits, so that the rows need not be read again for the test.
+RBG_MULTIVERSION uint32_t combine4_magnitude(float* __restrict out, const float* r0, const float* r1, const float* r2,
+                                             const float* r3, float w0, float w1, float w2, float w3, int64_t n) {
+  constexpr uint32_t kMask = 0x7fffffffu;
+  uint32_t most = 0;
+  for (int64_t i = 0; i < n; ++i) {  // vec: combine4_magnitude
+    const float a = r0[i], b = r1[i], c = r2[i], d = r3[i];
+    out[i] = ((a * w0 + b * w1) + c * w2) + d * w3;
+    uint32_t ba, bb, bc, bd;
+    std::memcpy(&ba, &a, 4);
+    std::memcpy(&bb, &b, 4);
+    std::memcpy(&bc, &c, 4);
+    std::memcpy(&bd, &d, 4);
+    const uint32_t ab = std::max(ba & kMask, bb & kMask), cd = std::max(bc & kMask, bd & kMask);
+    most = std::max(most, std::max(ab, cd));
+  }
+  return most;
+}
+
 // Lines per transposed block: one 64-byte vector of the accumulation type.
 template <typename acc_t>
 constexpr int64_t kLanes = 64 / sizeof(acc_t);

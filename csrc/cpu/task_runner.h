@@ -21,7 +21,7 @@ namespace {
 // Takes one task (unit, block of output rows) through the passes its plan names.
 template <typename scalar_t, typename acc_t>
 inline void run_task(TaskState<scalar_t, acc_t>& st, int64_t task) {
-  st.tested = st.nonfinite = false;
+  st.tested = st.nonfinite = st.inputs_tested = false;
   const int64_t u = task / st.p.blocks;
   const int64_t y0 = (task % st.p.blocks) * st.p.rows, y1 = std::min(st.p.DH, y0 + st.p.rows);
   const scalar_t* su = st.unit_src(u);

@@ -179,6 +179,7 @@ struct TaskState {
   acc_t* const obuf;
   bool tested = false, nonfinite = false;  // set when the task's final pass tested its rows for inf/NaN
   bool hot = false;  // the overflow guard's input test (aten_order.h): a source row of the task reaches the limit
+  bool inputs_tested = false;  // set when the task's H pass ran that test as it read the rows (tests_inputs)
   // gather_w_first's ring holds the W-pass results of source rows [ring_lo, ring_hi) of unit ring_unit.
   int64_t ring_unit = -1, ring_lo = 0, ring_hi = 0;
 };

@@ -65,6 +65,16 @@ __attribute__((target("avx2"))) inline void stream_fill8(float* p, int64_t n, fl
   for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(p + i, x);
 }
 
+// n floats from x to y (y on a 64-byte line, n a multiple of 16 or 8) with non-temporal stores: staged rows written out
+// without a read-for-ownership of each line. The caller fences.
+__attribute__((target("avx512f"))) inline void stream_copy16(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+}
+
+__attribute__((target("avx2"))) inline void stream_copy8(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(y + i, _mm256_loadu_ps(x + i));
+}
+
 }  // namespace rbg::cpu::x86
 
 #endif  // RBG_X86_FAST
