@@ -143,16 +143,24 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
 
 @pytest.mark.parametrize("fmt", [torch.contiguous_format, CL])
 def test_the_gradient_of_a_large_downscale_writes_its_output_once(fmt):
-    # The gradient's output rows are staged in cache and written out with whole-line non-temporal stores where the
-    # output is 8 MiB or more (1080p RGB: 24.9 MB) and the CPU has AVX2; a 540p output (6.2 MB) is copied as usual.
+    # Where the output is 8 MiB or more (1080p RGB: 24.9 MB) and the CPU has AVX2, the gradient writes each output row
+    # once, summed from its few terms straight into whole-line non-temporal stores; grads whose rows are not read in
+    # place (here every other column of a wider tensor) stage the rows and copy them out with such stores; a 540p
+    # output (6.2 MB) is written as usual.
     g = torch.randn(1, 3, 224, 224).contiguous(memory_format=fmt)
+    strided = torch.zeros(1, 3, 224, 448).contiguous(memory_format=fmt)[..., ::2].copy_(g)
     large, small = _C._cpu_plan(g, 1080, 1920, False), _C._cpu_plan(g, 540, 960, False)
-    assert "staged" in large and "streaming stores" not in small, small
+    staged = _C._cpu_plan(strided, 1080, 1920, False)
+    assert "streaming stores" not in small and "writes rows once" not in small, small
     simd = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
-    assert ("streaming stores" in large and "store x86::stream_copy" in large) == simd, large
+    assert ("writes rows once" in large and "H x86::stream_sum_rows" in large) == simd, large
+    assert "staged" not in large and "staged" in staged and "writes rows once" not in staged, staged
+    assert ("store x86::stream_copy" in staged) == simd, staged
     image = torch.empty(1, 3, 1080, 1920)
-    assert_matches_reference(torch.ops.cann.resize_bicubic_v2_grad(g, image, False, [0.0, 0.0]), g, (1080, 1920),
-                             False)
+    for grads in (g, strided):
+        dx = torch.ops.cann.resize_bicubic_v2_grad(grads, image, False, [0.0, 0.0])
+        assert_matches_reference(dx, grads, (1080, 1920), False)
+    assert torch.equal(dx, torch.ops.cann.resize_bicubic_v2_grad(g, image, False, [0.0, 0.0]))  # the same bits
 
 
 def test_tasks_of_small_planes_do_not_fetch():

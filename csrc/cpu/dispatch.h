@@ -282,6 +282,9 @@ inline void stream_fill_lines(Isa isa, float* p, int64_t n, float v) {
   std::fill(p, p + n, v);
 }
 
+// The most terms one output row of the gradient written once may have (planner.h takes that plan only below it).
+constexpr int64_t kMaxRowTerms = 16;
+
 // n floats from x to y, the whole 64-byte lines of y with non-temporal stores (x86::stream_copy16 or stream_copy8),
 // the partial lines at either end as usual (a neighbouring task may write their other elements), fenced.
 inline void stream_copy(Isa isa, float* y, const float* x, int64_t n) {
@@ -299,6 +302,34 @@ inline void stream_copy(Isa isa, float* y, const float* x, int64_t n) {
 #endif
   (void)isa;
   std::memcpy(y, x, n * sizeof(float));
+}
+
+// One output row y of n floats from k weighted rows x[j] (the gradient's rows written once): the whole 64-byte lines
+// of y with non-temporal stores (x86::stream_sum_rows16 or stream_sum_rows8), the partial lines at either end as usual;
+// the same sums, in the same order, either way. The caller fences.
+inline void stream_sum_rows(Isa isa, float* y, const float* const* x, const float* w, int64_t k, int64_t n) {
+  auto plain = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) acc = acc + w[j] * x[j][i];
+      y[i] = acc;
+    }
+  };
+#ifdef RBG_X86_FAST
+  if (isa != Isa::Portable) {
+    const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4);
+    const int64_t body = (n - head) / 16 * 16;
+    plain(0, head);
+    const float* shifted[kMaxRowTerms];
+    for (int64_t j = 0; j < k; ++j) shifted[j] = x[j] + head;
+    if (isa == Isa::Avx512) x86::stream_sum_rows16(y + head, shifted, w, k, body);
+    else x86::stream_sum_rows8(y + head, shifted, w, k, body);
+    plain(head + body, n);
+    return;
+  }
+#endif
+  (void)isa;
+  plain(0, n);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "dispatch.h"
 #include "isa.h"
+#include "scratch.h"
 #include "task_state.h"
 
 namespace rbg::cpu {
@@ -76,6 +78,43 @@ inline void scatter_w_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, 
   }
   for (int64_t r = 0; r < y1 - y0; ++r)
     if (!started[r]) std::fill(ob + r * out_row, ob + (r + 1) * out_row, acc_t(0));
+}
+
+// The gradient, W first, each output row written once (rows_once): the W pass of all the task's source rows, then
+// every output row summed from its terms in the scatter's order (ascending source, then tap) and stored with
+// non-temporal stores (stream_sum_rows), rows no source reaches as zeros. The same sums as scatter_w_first, so the
+// same bits, without staging the rows and copying them out.
+template <typename scalar_t, typename acc_t>
+inline void rows_once_w_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1,
+                              int64_t sy0, int64_t sy1) {
+  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+    const int64_t out_row = st.p.out_row, n_src = sy1 - sy0, rows = y1 - y0;
+    st.w_pass(st.mid, reinterpret_cast<const float*>(su + sy0 * st.io.sh), st.io.sh, n_src, false);
+    // Each output row's terms, counted and then placed in the order the scatter visits them.
+    int64_t* const start = sized(st.scratch.term_at, rows + 1 + 4 * n_src);
+    int64_t* const source = start + rows + 1;
+    float* const weight = sized(st.scratch.term_w, 4 * n_src);
+    std::fill(start, start + rows + 1, int64_t{0});
+    for (int64_t sy = sy0; sy < sy1; ++sy) st.io.th.scatter(sy, y0, y1, [&](int64_t dy, float) { ++start[dy - y0 + 1]; });
+    for (int64_t r = 0; r < rows; ++r) start[r + 1] += start[r];
+    ScratchVector<uint8_t>& filled = st.scratch.row_started;  // terms placed so far per row, at most kMaxRowTerms
+    filled.assign(rows, 0);
+    for (int64_t sy = sy0; sy < sy1; ++sy)
+      st.io.th.scatter(sy, y0, y1, [&](int64_t dy, float w) {
+        const int64_t slot = start[dy - y0] + filled[dy - y0]++;
+        source[slot] = sy - sy0;
+        weight[slot] = w;
+      });
+    const float* x[kMaxRowTerms];
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t k = start[r + 1] - start[r];
+      for (int64_t j = 0; j < k; ++j) x[j] = st.mid + source[start[r] + j] * out_row;
+      stream_sum_rows(st.p.kernels.guard, ob + r * out_row, x, weight + start[r], k, out_row);
+    }
+  } else {
+    (void)st, (void)su, (void)ob, (void)y0, (void)y1, (void)sy0, (void)sy1;
+    TORCH_INTERNAL_ASSERT(false, "rows_once planned for other than float rows");
+  }
 }
 
 }  // namespace

@@ -129,6 +129,7 @@ struct FastPlan {
   bool read_in_place = false;    // ... and already in the accumulation type
   bool staged = false;           // output rows built in a float buffer, then written in one sweep
   bool stream_out = false;       // non-temporal stores of the final rows
+  bool rows_once = false;        // the gradient, W first: each output row summed from its terms and stored once
   bool fetch_next = false;       // the pass after the reads fetches the next task's input rows (forward gathers)
   int64_t rows = 0, blocks = 0;  // output rows per task, tasks per unit
   int64_t grain = 1;             // tasks per thread at least (threads.h): a small call runs on the calling thread
@@ -196,6 +197,7 @@ struct FastPlan {
     if (staged) s += ", staged";
     if (planar_out) s += split_input ? ", input rows split into planes" : ", split into planes";
     if (stream_out) s += ", streaming stores";
+    if (rows_once) s += ", writes rows once";
     if (tests_inputs) s += ", H pass tests inputs";
     if (fetch_next) s += ", fetches next rows";
     return s + "; kernels " + kernel_names();
@@ -215,7 +217,11 @@ struct FastPlan {
     } else {
       names.push_back(k("W", w_kernel(), kernels.w_pass));
       if (w_pass == WPass::Transposed) names.push_back(k("lanes", lanes_kernel(), kernels.lanes));
-      names.push_back(k("H", h_kernel(), h_pass == HPass::Gather && !h_first ? kernels.rows : Isa::Portable));
+      if (rows_once)  // the H pass's sums and the stores in one kernel
+        names.push_back(k("H", kernels.guard == Isa::Avx512 ? "x86::stream_sum_rows16" : "x86::stream_sum_rows8",
+                          kernels.guard));
+      else
+        names.push_back(k("H", h_kernel(), h_pass == HPass::Gather && !h_first ? kernels.rows : Isa::Portable));
       if (stream_out && !h_first && h_pass == HPass::Gather)
         names.push_back(k("H", "x86::combine4_checked_stream", Isa::Avx2));
     }

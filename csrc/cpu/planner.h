@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "aten_order.h"
 #include "axis.h"
@@ -149,6 +150,24 @@ void plan_halve(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   }
 }
 
+// The most source rows one task reads, and the most terms one destination row receives along H.
+template <typename scalar_t, typename acc_t>
+int64_t max_task_sources(const FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
+  int64_t most = 0;
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    int64_t sy0, sy1;
+    in.th.sources(b * p.rows, std::min(in.DH, (b + 1) * p.rows), sy0, sy1);
+    most = std::max(most, sy1 - sy0);
+  }
+  return most;
+}
+template <typename acc_t>
+int64_t max_terms_per_row(const AxisOp<acc_t>& th) {
+  std::vector<int64_t> terms(th.dst_len, 0);
+  for (int64_t s = 0; s < th.src_len; ++s) th.scatter(s, 0, th.dst_len, [&](int64_t d, acc_t) { ++terms[d]; });
+  return terms.empty() ? 0 : *std::max_element(terms.begin(), terms.end());
+}
+
 // Staged output rows; non-temporal stores of the output; fetches of the next task's rows.
 template <typename scalar_t, typename acc_t>
 void plan_stores(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
@@ -173,7 +192,13 @@ void plan_stores(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
     // non-temporal stores (stream_copy) where the output is kStreamStoreBytes or more: written once, no line read.
     if (!p.forward) {
       p.stream_out = !p.planar_out && in.isa != Isa::Portable && out_bytes >= FastPlan::kStreamStoreBytes;
-      p.staged = p.staged || p.stream_out;
+      // W first, rows read in place: each output row summed from its terms and stored once (no staging), where the W-pass
+      // results of a task's source rows fit in kKeptRowsBytes and no output row has more than kMaxRowTerms terms (the
+      // gradient of a reduction: a few each).
+      p.rows_once = p.stream_out && !p.h_first && !p.staged && p.read_in_place &&
+                    max_task_sources(p, in) * p.out_row * int64_t{sizeof(float)} <= FastPlan::kKeptRowsBytes &&
+                    max_terms_per_row(in.th) <= kMaxRowTerms;
+      p.staged = p.staged || (p.stream_out && !p.rows_once);
     } else if (!p.h_first)
       p.stream_out = rows_of_lines && p.h_pass == HPass::Gather && in.isa != Isa::Portable &&
                      out_bytes >= FastPlan::kStreamStoreBytes;
@@ -231,6 +256,7 @@ void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in)
   p.mid = p.up2x2 || p.halve ? 0
           : p.h_first ? p.rows * p.in_row
           : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
+          : p.rows_once               ? max_task_sources(p, in) * p.out_row
                                       : p.group * p.out_row;
   p.gbuf = p.read_in_place ? 0
            : p.up2x2      ? (p.rows / 2 + 4) * p.in_row  // split_input: the task's source rows in planes

@@ -77,12 +77,16 @@ struct Scratch {
   ScratchVector<acc_t> ring;            // the forward's recently widened input rows
   ScratchVector<float> pad;             // padded row tails of the permute W pass
   ScratchVector<uint8_t> row_started;
+  ScratchVector<int64_t> term_at;  // the gradient written once (rows_once): where each output row's terms start
+  ScratchVector<float> term_w;     // ... and their weights
   // Releases what is larger than kRetainBytes, so one huge call does not pin memory for the process's life.
   void trim() {
     for (ScratchVector<acc_t>* v : {&mid, &gbuf, &lanes_in, &lanes_out, &obuf, &tile, &sources, &ring})
       if (static_cast<int64_t>(v->capacity() * sizeof(acc_t)) > kRetainBytes) ScratchVector<acc_t>().swap(*v);
     if (static_cast<int64_t>(pad.capacity() * sizeof(float)) > kRetainBytes) ScratchVector<float>().swap(pad);
     if (static_cast<int64_t>(row_started.capacity()) > kRetainBytes) ScratchVector<uint8_t>().swap(row_started);
+    if (static_cast<int64_t>(term_at.capacity() * sizeof(int64_t)) > kRetainBytes) ScratchVector<int64_t>().swap(term_at);
+    if (static_cast<int64_t>(term_w.capacity() * sizeof(float)) > kRetainBytes) ScratchVector<float>().swap(term_w);
   }
 };
 

@@ -37,6 +37,8 @@ inline void run_task(TaskState<scalar_t, acc_t>& st, int64_t task) {
   if (!st.p.forward) st.hot = rows_reach_limit(st, su, sy0, sy1);
   if (st.p.up2x2) {
     up2x2(st, su, u, ob, y0, y1);
+  } else if (st.p.rows_once) {
+    rows_once_w_first(st, su, ob, y0, y1, sy0, sy1);
   } else if (!st.p.gathers(sy0, sy1)) {
     if (st.p.h_first) scatter_h_first(st, su, ob, y0, y1, sy0, sy1);
     else scatter_w_first(st, su, ob, y0, y1, sy0, sy1);

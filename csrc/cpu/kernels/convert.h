@@ -75,6 +75,27 @@ __attribute__((target("avx2"))) inline void stream_copy8(float* y, const float* 
   for (int64_t i = 0; i < n; i += 8) _mm256_stream_ps(y + i, _mm256_loadu_ps(x + i));
 }
 
+// One output row from its k weighted source rows, written with non-temporal stores (y on a 64-byte line, n a multiple
+// of 16 or 8): ((0 + x0 w0) + x1 w1) + ..., the order and roundings of axpy_into_zero then axpy, so the row gets the
+// same bits as when it is staged; zeros where k is 0. The caller fences.
+__attribute__((target("avx512f"))) inline void stream_sum_rows16(float* y, const float* const* x, const float* w,
+                                                                  int64_t k, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < k; ++j) acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]), _mm512_loadu_ps(x[j] + i)));
+    _mm512_stream_ps(y + i, acc);
+  }
+}
+
+__attribute__((target("avx2"))) inline void stream_sum_rows8(float* y, const float* const* x, const float* w, int64_t k,
+                                                              int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < k; ++j) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[j]), _mm256_loadu_ps(x[j] + i)));
+    _mm256_stream_ps(y + i, acc);
+  }
+}
+
 }  // namespace rbg::cpu::x86
 
 #endif  // RBG_X86_FAST
