@@ -43,3 +43,14 @@ def test_the_introduction_quotes_the_table():
     intro = _read(ROOT, "README.md").split("## Install")[0]
     assert f"{min(pytorch):g}–{max(pytorch):g}x faster than PyTorch's own kernels" in intro
     assert f"{opencv[0]}–{opencv[1]}x faster" in intro
+
+
+def test_the_large_downscale_figures_are_the_results_files():
+    readme = " ".join(_read(ROOT, "README.md").split())
+    m = re.search(r"forward ([\d.]+)x PyTorch \(min ([\d.]+)x\) and ([\d.]+)x OpenCV \(min ([\d.]+)x[:)].*?gradient "
+                  r"([\d.]+)x PyTorch \(min ([\d.]+)x\)", readme)
+    assert m, "the README's large-downscale sentence"
+    f_pt, f_pt_min, f_cv, f_cv_min, g_pt, g_pt_min = m.groups()
+    summary = (f"forward: geometric mean {f_pt}x PyTorch (min {f_pt_min}x), {f_cv}x OpenCV (min {f_cv_min}x); "
+               f"gradient: geometric mean {g_pt}x PyTorch (min {g_pt_min}x)")
+    assert summary in _read(RESULTS, "bench_images_large.txt")
