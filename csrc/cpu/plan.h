@@ -91,6 +91,7 @@ struct FastPlan {
   // wider than kMaxGroupRow floats, and extreme W reductions (one chunk reaching more than kMaxChunkSpan
   // positions), take the untransposed pass instead: the same sums in the same order, one row at a time.
   static constexpr int64_t kChunkOut = 1024, kMaxChunkSpan = 4096, kMaxGroupRow = 16384;
+  static constexpr int64_t kChunkSpanL1 = 256;  // positions a chunk of a shrinking interleaved row reads (planner.h)
   // The forward's W-first gather keeps the W-pass results of all the block's source rows; with ordinary scales
   // that is at most the block's rows plus the taps' reach, and anything wider scatters instead. So do rows so wide
   // that those kept rows would pass kKeptRowsBytes (the scatter keeps one group of rows).

@@ -66,12 +66,6 @@ void plan_layout(FastPlan& p, const PlanInput<scalar_t, acc_t>& in, bool channel
   p.planar_out = p.cl > 1 && !channels_last_out;
   p.in_row = in.SW * p.cl;
   p.out_row = in.DW * p.cl;
-  for (int64_t i0 = 0; i0 < in.DW; i0 += FastPlan::kChunkOut) {
-    WChunk c{i0, std::min(in.DW, i0 + FastPlan::kChunkOut), 0, 0};
-    in.tw.sources(c.i0, c.i1, c.o0, c.o1);
-    p.max_span = std::max(p.max_span, c.o1 - c.o0);
-    p.chunks.push_back(c);
-  }
   p.h_first = in.DH <= in.SH;
   // Interleaved rows into an NCHW output: the float forward that gathers W first (upsampling in H) splits its
   // source rows into planes before the W pass (fewer than the W-pass results or the output rows), so that the W pass
@@ -79,6 +73,18 @@ void plan_layout(FastPlan& p, const PlanInput<scalar_t, acc_t>& in, bool channel
   // staged output rows.
   p.split_input = may_split_input && p.planar_out && in.kDirect && p.forward && !p.h_first;
   p.w_cl = p.split_input ? 1 : p.cl;
+  // The transposed W pass's chunks: kChunkOut outputs; where the forward shrinks rows of interleaved channels, fewer,
+  // so that a chunk reads about kChunkSpanL1 positions and its block of lanes (64 bytes a position) stays in L1 while
+  // each row's channels move into it (measured 1.2-1.35x on channels_last reductions by 2.5 to 17; neutral on planes).
+  const int64_t per_chunk = p.forward && p.w_cl > 1 && in.SW > in.DW
+                                ? std::clamp<int64_t>(FastPlan::kChunkSpanL1 * in.DW / in.SW, 16, FastPlan::kChunkOut)
+                                : FastPlan::kChunkOut;
+  for (int64_t i0 = 0; i0 < in.DW; i0 += per_chunk) {
+    WChunk c{i0, std::min(in.DW, i0 + per_chunk), 0, 0};
+    in.tw.sources(c.i0, c.i1, c.o0, c.o1);
+    p.max_span = std::max(p.max_span, c.o1 - c.o0);
+    p.chunks.push_back(c);
+  }
 }
 
 // The W pass and its kernel, and the rows per W-pass step.
