@@ -6,11 +6,18 @@
 //    for the forward's backward when equal sizes come with a non-identity scale;
 //  - _upsample_bicubic2d_aten / _upsample_bicubic2d_backward_aten: aten's schemas and semantics (non-finite
 //    scales accepted as aten reads them, aten's output layouts), for enable_aten_override().
+// The antialiased pair (aten's _upsample_bicubic2d_aa semantics) has two private ops as well, each the exact
+// gradient of a public one: aten's AA forward leaves an axis of unchanged length alone and its backward does not,
+// so neither public op is the other's adjoint there:
+//  - _upsample_bicubic2d_aa_grad: the transpose of upsample_bicubic2d_aa (unchanged axes are the identity);
+//  - _upsample_bicubic2d_aa_backward_grad: the transpose of upsample_bicubic2d_aa_backward (a resize whose
+//    unchanged axes are resampled all the same).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include <cmath>
 
+#include "cpu/aa_resampler.h"
 #include "cpu/bicubic_resampler.h"
 #include "resize_bicubic_v2_forward.h"
 #include "torch_checks.h"
@@ -88,6 +95,67 @@ at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c
       .contiguous();
 }
 
+// ---- antialiased bicubic -----------------------------------------------------------------------------------------
+
+// An AA window needs a finite scale in the accumulation type: a scale factor whose inverse overflows it (below
+// ~3e-39 for float) has none.
+void check_aa_scale(const char* name, double user_scale, bool align_corners, at::ScalarType t) {
+  if (align_corners || !(user_scale > 0.0)) return;  // not read
+  const double inverse = 1.0 / user_scale;
+  const bool finite = t == at::kDouble ? std::isfinite(inverse) : std::isfinite(static_cast<float>(inverse));
+  TORCH_CHECK_VALUE(finite, name, " = ", user_scale, " is too small: its inverse overflows the ",
+                    t == at::kDouble ? "float64" : "float32", " accumulation");
+}
+
+at::Tensor aa_forward_map(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h, std::optional<double> scales_w, bool skip_equal) {
+  const double sh = scales_h.value_or(0.0), sw = scales_w.value_or(0.0);
+  const auto out_shape = checked([&] {
+    return check_upsample_bicubic2d_aa(tensor_info(self, "self"), to_ints(output_size), sh, sw);
+  });
+  check_aa_scale("scales_h", sh, align_corners, self.scalar_type());
+  check_aa_scale("scales_w", sw, align_corners, self.scalar_type());
+  return cpu::aa_resample(self, {self.size(2), self.size(3), out_shape[2], out_shape[3], align_corners, sh, sw,
+                                 /*transpose=*/false, skip_equal});
+}
+
+at::Tensor aa_backward_map(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                           c10::SymIntArrayRef input_size, bool align_corners, std::optional<double> scales_h,
+                           std::optional<double> scales_w, bool skip_equal) {
+  const double sh = scales_h.value_or(0.0), sw = scales_w.value_or(0.0);
+  const auto in = checked([&] {
+    return check_upsample_bicubic2d_backward(tensor_info(grad_output, "grad_output"), to_ints(output_size),
+                                             to_ints(input_size), sh, sw);
+  });
+  check_aa_scale("scales_h", sh, align_corners, grad_output.scalar_type());
+  check_aa_scale("scales_w", sw, align_corners, grad_output.scalar_type());
+  return cpu::aa_resample(grad_output, {in[2], in[3], grad_output.size(2), grad_output.size(3), align_corners, sh,
+                                        sw, /*transpose=*/true, skip_equal});
+}
+
+at::Tensor upsample_bicubic2d_aa_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
+                                     std::optional<double> scales_h, std::optional<double> scales_w) {
+  return aa_forward_map(self, output_size, align_corners, scales_h, scales_w, /*skip_equal=*/true);
+}
+
+at::Tensor upsample_bicubic2d_aa_backward_grad_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size,
+                                                   bool align_corners, std::optional<double> scales_h,
+                                                   std::optional<double> scales_w) {
+  return aa_forward_map(self, output_size, align_corners, scales_h, scales_w, /*skip_equal=*/false);
+}
+
+at::Tensor upsample_bicubic2d_aa_backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                              c10::SymIntArrayRef input_size, bool align_corners,
+                                              std::optional<double> scales_h, std::optional<double> scales_w) {
+  return aa_backward_map(grad_output, output_size, input_size, align_corners, scales_h, scales_w, false);
+}
+
+at::Tensor upsample_bicubic2d_aa_grad_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                          c10::SymIntArrayRef input_size, bool align_corners,
+                                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  return aa_backward_map(grad_output, output_size, input_size, align_corners, scales_h, scales_w, true);
+}
+
 // Quantized, sparse, nested and MKL-DNN tensors reach the ops through their own dispatch keys; without a kernel
 // there the dispatcher would raise NotImplementedError. Say instead which argument has the wrong kind of tensor.
 void reject_tensor_kind(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -148,6 +216,18 @@ TORCH_LIBRARY(cann, m) {
   m.def(
       "_upsample_bicubic2d_backward_aten(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
       "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def(
+      "upsample_bicubic2d_aa(Tensor self, SymInt[] output_size, bool align_corners, float? scales_h=None, "
+      "float? scales_w=None) -> Tensor");
+  m.def(
+      "upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
+      "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_aa_grad(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
+      "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_aa_backward_grad(Tensor self, SymInt[] output_size, bool align_corners, "
+      "float? scales_h=None, float? scales_w=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(cann, CPU, m) {
@@ -157,13 +237,19 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
   m.impl("_resize_bicubic_v2_grad_adjoint", &rbg::resize_bicubic_v2_grad_adjoint_cpu);
   m.impl("_upsample_bicubic2d_aten", &rbg::upsample_bicubic2d_aten_cpu);
   m.impl("_upsample_bicubic2d_backward_aten", &rbg::upsample_bicubic2d_backward_aten_cpu);
+  m.impl("upsample_bicubic2d_aa", &rbg::upsample_bicubic2d_aa_cpu);
+  m.impl("upsample_bicubic2d_aa_backward", &rbg::upsample_bicubic2d_aa_backward_cpu);
+  m.impl("_upsample_bicubic2d_aa_grad", &rbg::upsample_bicubic2d_aa_grad_cpu);
+  m.impl("_upsample_bicubic2d_aa_backward_grad", &rbg::upsample_bicubic2d_aa_backward_grad_cpu);
 }
 
 // Every op, for the tensor kinds no backend of ours takes.
 #define RBG_REJECT_ALL(m)                                                                            \
   for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2", \
                            "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",               \
-                           "_upsample_bicubic2d_backward_aten"})                                        \
+                           "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",                \
+                           "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",            \
+                           "_upsample_bicubic2d_aa_backward_grad"})                                     \
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_tensor_kind>());
 TORCH_LIBRARY_IMPL(cann, QuantizedCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCPU, m) { RBG_REJECT_ALL(m) }
@@ -173,6 +259,8 @@ TORCH_LIBRARY_IMPL(cann, MkldnnCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, CompositeExplicitAutograd, m) {
   for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2",
                            "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",
-                           "_upsample_bicubic2d_backward_aten"})
+                           "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",
+                           "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",
+                           "_upsample_bicubic2d_aa_backward_grad"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_device>());
 }

@@ -8,6 +8,7 @@
 #include "aten_override.h"
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
+#include "cpu/aa_resampler.h"
 #include "cpu/axis.h"
 #include "cpu/bicubic_resampler.h"
 #include "emulator/npu_emulator.h"
@@ -62,6 +63,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_plan", &rbg::cpu::describe_plan, py::arg("src"), py::arg("dst_h"), py::arg("dst_w"),
         py::arg("forward"), py::arg("align_corners") = false, py::arg("scale_h") = 0.0, py::arg("scale_w") = 0.0,
         "The CPU engine's plan for resampling src to (dst_h, dst_w), in one line, without running it");
+  m.def(
+      "_aa_plan",
+      [](const at::Tensor& x, int64_t dst_h, int64_t dst_w, bool transpose, bool align_corners, double scale_h,
+         double scale_w, bool skip_equal) {
+        // x is what the map reads: the image (resize) or the gradient (transpose); dst is what it returns.
+        const int64_t in_h = transpose ? dst_h : x.size(2), in_w = transpose ? dst_w : x.size(3);
+        const int64_t out_h = transpose ? x.size(2) : dst_h, out_w = transpose ? x.size(3) : dst_w;
+        return rbg::cpu::describe_aa_plan(
+            x, {in_h, in_w, out_h, out_w, align_corners, scale_h, scale_w, transpose, skip_equal});
+      },
+      py::arg("x"), py::arg("dst_h"), py::arg("dst_w"), py::arg("transpose") = false,
+      py::arg("align_corners") = false, py::arg("scale_h") = 0.0, py::arg("scale_w") = 0.0,
+      py::arg("skip_equal") = true, "The antialiased resampler's plan for x -> (dst_h, dst_w), in one line");
   m.def(
       "_stream_fill", [](at::Tensor out, double value) { rbg::cpu::stream_fill(out, value); }, py::arg("out"),
       py::arg("value"), "Fills a dense float32 CPU tensor with the engine's non-temporal stores (a benchmark floor)");
@@ -120,6 +134,13 @@ PYBIND11_MODULE(_C, m) {
         return rbg::check_resize_bicubic_v2(info(s, d, dev), size, scales);
       },
       "Shared validation of cann::resize_bicubic_v2; returns the output shape.");
+  m.def(
+      "check_upsample_bicubic2d_aa",
+      [](const std::vector<int64_t>& s, const std::string& d, const std::string& dev,
+         const std::vector<int64_t>& output_size, double scales_h, double scales_w) {
+        return rbg::check_upsample_bicubic2d_aa(info(s, d, dev), output_size, scales_h, scales_w);
+      },
+      "Shared validation of cann::upsample_bicubic2d_aa; returns the output shape.");
   m.def(
       "npu_tiling",
       [](const std::vector<int64_t>& grads_shape, const std::vector<int64_t>& image_shape, const std::string& dtype,

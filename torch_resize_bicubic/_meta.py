@@ -78,6 +78,36 @@ def _upsample_bicubic2d_backward_aten_fake(grad_output, output_size, input_size,
     return _new_output(grad_output, input_size, torch.contiguous_format)
 
 
+# The antialiased family: the public pair (aten's layouts rule as every cann op: the input's) and the two private
+# exact gradients. Validation is the kernels' (shared with the forward and backward checks).
+@torch.library.register_fake("cann::upsample_bicubic2d_aa")
+def _upsample_bicubic2d_aa_fake(self, output_size, align_corners, scales_h=None, scales_w=None):
+    if _concrete(*self.shape, *output_size):
+        _C.check_upsample_bicubic2d_aa(list(self.shape), str(self.dtype), str(self.device), list(output_size),
+                                       _nan_or(scales_h), _nan_or(scales_w))
+    return _new_output(self, [self.shape[0], self.shape[1], output_size[0], output_size[1]])
+
+
+torch.library.register_fake("cann::_upsample_bicubic2d_aa_backward_grad")(_upsample_bicubic2d_aa_fake)
+
+
+@torch.library.register_fake("cann::upsample_bicubic2d_aa_backward")
+def _upsample_bicubic2d_aa_backward_fake(grad_output, output_size, input_size, align_corners, scales_h=None,
+                                         scales_w=None):
+    if _concrete(*grad_output.shape, *output_size, *input_size):
+        _C.check_upsample_bicubic2d_backward(list(grad_output.shape), str(grad_output.dtype),
+                                             str(grad_output.device), list(output_size), list(input_size),
+                                             _nan_or(scales_h), _nan_or(scales_w))
+    return _new_output(grad_output, input_size)
+
+
+torch.library.register_fake("cann::_upsample_bicubic2d_aa_grad")(_upsample_bicubic2d_aa_backward_fake)
+
+
+def _nan_or(scale) -> float:
+    return 0.0 if scale is None else float(scale)
+
+
 # ---- autograd, forward AD and vmap of linear ops ---------------------------------------------------------
 
 _lib = torch.library.Library("cann", "IMPL")  # kept alive: holds the Autograd registrations
@@ -261,3 +291,29 @@ _register_linear("_resize_bicubic_v2_grad_adjoint", _exact_adjoint_adjoint, _fol
 _register_linear("upsample_bicubic2d_backward", _aclnn_adjoint, _fold_input_size)
 _register_linear("_upsample_bicubic2d_aten", _aten_forward_adjoint, _no_fold)
 _register_linear("_upsample_bicubic2d_backward_aten", _aten_backward_adjoint, _fold_input_size)
+
+
+# The antialiased family: each op's adjoint is its transpose with the same rule for unchanged axes (see csrc/ops.cpp).
+def _aa_adjoint(gy, x_shape, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_aa_grad(gy, list(output_size), list(x_shape), align_corners, scales_h,
+                                                      scales_w)
+
+
+def _aa_grad_adjoint(gy, x_shape, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann.upsample_bicubic2d_aa(gy, list(output_size), align_corners, scales_h, scales_w)
+
+
+def _aa_backward_adjoint(gy, x_shape, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_aa_backward_grad(gy, list(output_size), align_corners, scales_h,
+                                                               scales_w)
+
+
+def _aa_backward_grad_adjoint(gy, x_shape, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann.upsample_bicubic2d_aa_backward(gy, list(output_size), list(x_shape), align_corners,
+                                                         scales_h, scales_w)
+
+
+_register_linear("upsample_bicubic2d_aa", _aa_adjoint, _no_fold)
+_register_linear("_upsample_bicubic2d_aa_grad", _aa_grad_adjoint, _fold_input_size)
+_register_linear("upsample_bicubic2d_aa_backward", _aa_backward_adjoint, _fold_input_size)
+_register_linear("_upsample_bicubic2d_aa_backward_grad", _aa_backward_grad_adjoint, _no_fold)

@@ -8,7 +8,7 @@ import torch
 
 _pytorch_interpolate = torch.nn.functional.interpolate  # PyTorch's own, whatever the aten override does later
 
-# The dtypes our kernels take; uint8 images (and antialias) run PyTorch's kernels, as F.interpolate does.
+# The dtypes our kernels take (with and without antialiasing); uint8 images run PyTorch's kernels.
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _PYTORCH_DTYPES = (torch.uint8,)
 
@@ -78,8 +78,9 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
 
     Forward values match PyTorch's within a bound tied to PyTorch's own float32 error (not bit for bit: the
     weights are evaluated in double and rounded once); inf and NaN land where PyTorch's do. The gradient runs
-    through ``cann::resize_bicubic_v2_grad``. uint8 images and ``antialias=True`` run PyTorch's own kernels
-    (``F.interpolate``'s values, gradients and errors).
+    through ``cann::resize_bicubic_v2_grad``. ``antialias=True`` runs ``cann::upsample_bicubic2d_aa`` (its
+    gradient ``cann::_upsample_bicubic2d_aa_grad``), for every float dtype, bfloat16 and float16 included.
+    uint8 images run PyTorch's own kernels (``F.interpolate``'s values, gradients and errors).
 
     Args:
         input: (N, C, H, W) tensor, contiguous or channels_last; float16, bfloat16, float32, float64 (our
@@ -89,13 +90,14 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
         align_corners: as in ``F.interpolate`` (``None`` means False).
         recompute_scale_factor: if True, the scale is recomputed from the floored output size, as in
             ``F.interpolate``; not allowed together with ``size``.
-        antialias: as in ``F.interpolate`` (PyTorch's anti-aliased bicubic kernel).
+        antialias: as in ``F.interpolate``: Keys' kernel with a = -0.5 stretched by the downscale factor,
+            weights normalised (aten's ``_upsample_bicubic2d_aa``).
     """
     _tensor(input, "input")
     if input.dtype not in _KERNEL_DTYPES + _PYTORCH_DTYPES:
         names = ", ".join(str(t) for t in _KERNEL_DTYPES + _PYTORCH_DTYPES)
         raise TypeError(f"input: unsupported dtype {input.dtype}; expected one of {names}")
-    if antialias or input.dtype in _PYTORCH_DTYPES:
+    if input.dtype in _PYTORCH_DTYPES:
         return _pytorch_interpolate(input, size=size, scale_factor=scale_factor, mode="bicubic",
                                     align_corners=align_corners, recompute_scale_factor=recompute_scale_factor,
                                     antialias=antialias)
@@ -132,6 +134,8 @@ def resize_bicubic(input: torch.Tensor, size: Optional[_Pair] = None, scale_fact
             scales = factors
     if _all_int(out_size) and min(out_size) <= 0:
         raise ValueError(f"size must be positive, got {out_size}")
+    if antialias:
+        return torch.ops.cann.upsample_bicubic2d_aa(input, out_size, align, *[s if s > 0 else None for s in scales])
     return torch.ops.cann.resize_bicubic_v2(input, out_size, align, scales)
 
 

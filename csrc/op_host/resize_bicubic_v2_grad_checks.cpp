@@ -149,4 +149,22 @@ std::vector<int64_t> check_resize_bicubic_v2(const TensorInfo& images, const std
   return {images.shape[0], images.shape[1], size[0], size[1]};
 }
 
+std::vector<int64_t> check_upsample_bicubic2d_aa(const TensorInfo& self, const std::vector<int64_t>& output_size,
+                                                 double scales_h, double scales_w) {
+  check_dtype("self", self);
+  check_4d("self", self);
+  check_spatial_positive("self", self.shape);
+  if (output_size.size() != 2) {
+    fail(ErrorKind::Value,
+         "output_size must have 2 elements (H_out, W_out), got " + std::to_string(output_size.size()));
+  }
+  if (output_size[0] <= 0 || output_size[1] <= 0) {
+    fail(ErrorKind::Value, "output_size must be positive, got " + shape_str(output_size));
+  }
+  check_fits("output_size", {self.shape[0], self.shape[1], output_size[0], output_size[1]});
+  check_scale_value("scales_h", scales_h);
+  check_scale_value("scales_w", scales_w);
+  return {self.shape[0], self.shape[1], output_size[0], output_size[1]};
+}
+
 }  // namespace rbg

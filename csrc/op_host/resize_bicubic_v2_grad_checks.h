@@ -45,6 +45,11 @@ std::vector<int64_t> check_upsample_bicubic2d_backward(const TensorInfo& grad_ou
 std::vector<int64_t> check_resize_bicubic_v2(const TensorInfo& images, const std::vector<int64_t>& size,
                                              const std::vector<double>& scales);
 
+// Validates cann::upsample_bicubic2d_aa(self, output_size, align_corners, scales_h, scales_w). Returns the output
+// shape. NaN scales are passed as NaN; "None" as 0.
+std::vector<int64_t> check_upsample_bicubic2d_aa(const TensorInfo& self, const std::vector<int64_t>& output_size,
+                                                 double scales_h, double scales_w);
+
 // The scale of one axis must be a finite number (<= 0 means "not given").
 void check_scale_value(const char* name, double value);
 
