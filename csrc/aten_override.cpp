@@ -1,5 +1,7 @@
-// The eager half of enable_aten_override(): CPU kernels for aten's bicubic resize and its backward (and their out=
-// forms) that run this library's kernels for the inputs they cover and PyTorch's original kernel for the rest.
+// The eager half of enable_aten_override(): CPU kernels for aten's bicubic resize and its backward, plain and
+// antialiased (and their out= forms), that run this library's kernels for the inputs they cover and PyTorch's original
+// kernel for the rest. (Under torch.compile the antialiased pair stays in the graph as aten's ops, which Inductor runs
+// through these same kernels.)
 //
 // Registered once, on the first enable, and never removed: the switch is an atomic flag the kernels read per call.
 // Registering and removing kernels on every toggle changed the dispatcher under calls running on other threads
@@ -10,6 +12,7 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,7 +27,11 @@ namespace {
 std::atomic<bool> routing_on{false};
 
 // PyTorch's own CPU kernels, taken before ours replaced them (index: Routed).
-enum Routed { kForward, kForwardOut, kBackward, kBackwardOut, kRouted };
+enum Routed { kForward, kForwardOut, kBackward, kBackwardOut, kAaForward, kAaForwardOut, kAaBackward, kAaBackwardOut,
+              kRouted };
+constexpr bool is_aa(Routed w) { return w >= kAaForward; }
+constexpr bool is_forward(Routed w) { return w == kForward || w == kForwardOut || w == kAaForward || w == kAaForwardOut; }
+constexpr bool is_out(Routed w) { return w == kForwardOut || w == kBackwardOut || w == kAaForwardOut || w == kAaBackwardOut; }
 std::unique_ptr<c10::SafeKernelFunction> originals[kRouted];
 
 void call_original(Routed which, const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
@@ -76,28 +83,58 @@ std::optional<double> optional_double(const c10::IValue& v) {
   return v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
 }
 
+// The antialiased kernels take float32 and float64 (aten's CPU set) and scales whose window the accumulation type can
+// hold: aten reads a scale only when it is > 0; a positive one so small that its inverse overflows stays aten's.
+bool aa_covered(const at::Tensor& t, const c10::IValue& scale_h, const c10::IValue& scale_w) {
+  if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) return false;
+  for (const c10::IValue* v : {&scale_h, &scale_w}) {
+    const std::optional<double> s = optional_double(*v);
+    if (!s || !(*s > 0.0)) continue;
+    const double inverse = 1.0 / *s;
+    if (!(t.scalar_type() == at::kDouble ? std::isfinite(inverse) : std::isfinite(static_cast<float>(inverse))))
+      return false;
+  }
+  return true;
+}
+
 // Our ops through the dispatcher, so that profiles name them as the Python layer's calls do.
-at::Tensor ours_forward(const c10::IValue* a) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("cann::_upsample_bicubic2d_aten", "")
-                             .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool, std::optional<double>,
-                                               std::optional<double>)>();
+using ForwardOp = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
+                                                      std::optional<double>, std::optional<double>)>;
+using BackwardOp = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef,
+                                                       bool, std::optional<double>, std::optional<double>)>;
+
+at::Tensor ours_forward(const c10::IValue* a, bool aa) {
+  static const ForwardOp plain = c10::Dispatcher::singleton()
+                                     .findSchemaOrThrow("cann::_upsample_bicubic2d_aten", "")
+                                     .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
+                                                       std::optional<double>, std::optional<double>)>();
+  static const ForwardOp antialiased = c10::Dispatcher::singleton()
+                                           .findSchemaOrThrow("cann::_upsample_bicubic2d_aa_aten", "")
+                                           .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
+                                                             std::optional<double>, std::optional<double>)>();
+  const ForwardOp& op = aa ? antialiased : plain;
   const std::vector<int64_t> size = ints(a[1]);
   return op.call(a[0].toTensor(), c10::fromIntArrayRefSlow(size), a[2].toBool(), optional_double(a[3]),
                  optional_double(a[4]));
 }
 
-at::Tensor ours_backward(const c10::IValue* a) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("cann::_upsample_bicubic2d_backward_aten", "")
-                             .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, bool,
-                                               std::optional<double>, std::optional<double>)>();
+at::Tensor ours_backward(const c10::IValue* a, bool aa) {
+  static const BackwardOp plain = c10::Dispatcher::singleton()
+                                      .findSchemaOrThrow("cann::_upsample_bicubic2d_backward_aten", "")
+                                      .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef,
+                                                        bool, std::optional<double>, std::optional<double>)>();
+  static const BackwardOp antialiased =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("cann::_upsample_bicubic2d_aa_backward_aten", "")
+          .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, bool, std::optional<double>,
+                            std::optional<double>)>();
+  const BackwardOp& op = aa ? antialiased : plain;
   const std::vector<int64_t> output_size = ints(a[1]), input_size = ints(a[2]);
   return op.call(a[0].toTensor(), c10::fromIntArrayRefSlow(output_size), c10::fromIntArrayRefSlow(input_size),
                  a[3].toBool(), optional_double(a[4]), optional_double(a[5]));
 }
 
-// The four kernels: the schema's arguments are the last ones on the stack; the result replaces them.
+// The eight kernels: the schema's arguments are the last ones on the stack; the result replaces them.
 template <Routed kWhich>
 void routed_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const size_t n = op.schema().arguments().size();
@@ -105,24 +142,25 @@ void routed_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torc
   if (routing_on.load(std::memory_order_acquire)) {
     const at::Tensor& t = a[0].toTensor();
     std::optional<at::Tensor> result;
-    if constexpr (kWhich == kForward || kWhich == kForwardOut) {
+    constexpr bool kAa = is_aa(kWhich);
+    if constexpr (is_forward(kWhich)) {
       const std::vector<int64_t> size = ints(a[1]);
-      if (forward_covered(t, size)) {
-        if constexpr (kWhich == kForward) {
-          result = ours_forward(a);
+      if (forward_covered(t, size) && (!kAa || aa_covered(t, a[3], a[4]))) {
+        if constexpr (!is_out(kWhich)) {
+          result = ours_forward(a, kAa);
         } else if (const at::Tensor& out = a[5].toTensor();
                    out_ready(out, t, {t.size(0), t.size(1), size[0], size[1]}, output_memory_format(t))) {
-          result = out.copy_(ours_forward(a));
+          result = out.copy_(ours_forward(a, kAa));
         }
       }
     } else {
       const std::vector<int64_t> output_size = ints(a[1]), input_size = ints(a[2]);
-      if (backward_covered(t, output_size, input_size)) {
-        if constexpr (kWhich == kBackward) {
-          result = ours_backward(a);
+      if (backward_covered(t, output_size, input_size) && (!kAa || aa_covered(t, a[4], a[5]))) {
+        if constexpr (!is_out(kWhich)) {
+          result = ours_backward(a, kAa);
         } else if (const at::Tensor& out = a[6].toTensor();
                    out_ready(out, t, input_size, at::MemoryFormat::Contiguous)) {  // aten's backward: contiguous
-          result = out.copy_(ours_backward(a));
+          result = out.copy_(ours_backward(a, kAa));
         }
       }
     }
@@ -150,7 +188,11 @@ void set_aten_override(bool on) {
       const char* names[kRouted][2] = {{"aten::upsample_bicubic2d", ""},
                                         {"aten::upsample_bicubic2d", "out"},
                                         {"aten::upsample_bicubic2d_backward", ""},
-                                        {"aten::upsample_bicubic2d_backward", "grad_input"}};
+                                        {"aten::upsample_bicubic2d_backward", "grad_input"},
+                                        {"aten::_upsample_bicubic2d_aa", ""},
+                                        {"aten::_upsample_bicubic2d_aa", "out"},
+                                        {"aten::_upsample_bicubic2d_aa_backward", ""},
+                                        {"aten::_upsample_bicubic2d_aa_backward", "grad_input"}};
       for (int i = 0; i < kRouted; ++i) {
         const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(names[i][0], names[i][1]);
         originals[i] = std::make_unique<c10::SafeKernelFunction>(
@@ -168,6 +210,13 @@ void set_aten_override(bool on) {
                     torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kBackward>>());
       library->impl("upsample_bicubic2d_backward.grad_input",
                     torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kBackwardOut>>());
+      library->impl("_upsample_bicubic2d_aa", torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kAaForward>>());
+      library->impl("_upsample_bicubic2d_aa.out",
+                    torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kAaForwardOut>>());
+      library->impl("_upsample_bicubic2d_aa_backward",
+                    torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kAaBackward>>());
+      library->impl("_upsample_bicubic2d_aa_backward.grad_input",
+                    torch::CppFunction::makeFromBoxedFunction<&routed_kernel<kAaBackwardOut>>());
     });
   }
   routing_on.store(on, std::memory_order_release);

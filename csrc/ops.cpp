@@ -11,7 +11,9 @@
 // so neither public op is the other's adjoint there:
 //  - _upsample_bicubic2d_aa_grad: the transpose of upsample_bicubic2d_aa (unchanged axes are the identity);
 //  - _upsample_bicubic2d_aa_backward_grad: the transpose of upsample_bicubic2d_aa_backward (a resize whose
-//    unchanged axes are resampled all the same).
+//    unchanged axes are resampled all the same);
+//  - _upsample_bicubic2d_aa_aten / _upsample_bicubic2d_aa_backward_aten: aten's scale reading and layouts, for the
+//    override, each the other's backward as in PyTorch.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -156,6 +158,30 @@ at::Tensor upsample_bicubic2d_aa_grad_cpu(const at::Tensor& grad_output, c10::Sy
   return aa_backward_map(grad_output, output_size, input_size, align_corners, scales_h, scales_w, true);
 }
 
+// The antialiased pair behind enable_aten_override(), aten's semantics: scales as aten reads them (the router passes
+// only those our kernels take), the backward contiguous.
+at::Tensor upsample_bicubic2d_aa_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
+                                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  check_aten_float(self, "self");
+  const auto size = to_ints(output_size);
+  TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
+              "rbg: bad sizes for the aten override");
+  return cpu::aa_resample(self, {self.size(2), self.size(3), size[0], size[1], align_corners, aten_scale(scales_h),
+                                 aten_scale(scales_w), /*transpose=*/false, /*skip_equal=*/true});
+}
+
+at::Tensor upsample_bicubic2d_aa_backward_aten_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                                   c10::SymIntArrayRef input_size, bool align_corners,
+                                                   std::optional<double> scales_h, std::optional<double> scales_w) {
+  check_aten_float(grad_output, "grad_output");
+  const auto in = to_ints(input_size), out = to_ints(output_size);
+  TORCH_CHECK(in.size() == 4 && out.size() == 2 && grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
+              "rbg: bad sizes for the aten override");
+  return cpu::aa_resample(grad_output, {in[2], in[3], out[0], out[1], align_corners, aten_scale(scales_h),
+                                        aten_scale(scales_w), /*transpose=*/true, /*skip_equal=*/false})
+      .contiguous();
+}
+
 // Quantized, sparse, nested and MKL-DNN tensors reach the ops through their own dispatch keys; without a kernel
 // there the dispatcher would raise NotImplementedError. Say instead which argument has the wrong kind of tensor.
 void reject_tensor_kind(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -228,6 +254,12 @@ TORCH_LIBRARY(cann, m) {
   m.def(
       "_upsample_bicubic2d_aa_backward_grad(Tensor self, SymInt[] output_size, bool align_corners, "
       "float? scales_h=None, float? scales_w=None) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_aa_aten(Tensor self, SymInt[] output_size, bool align_corners, float? scales_h=None, "
+      "float? scales_w=None) -> Tensor");
+  m.def(
+      "_upsample_bicubic2d_aa_backward_aten(Tensor grad_output, SymInt[] output_size, SymInt[] input_size, "
+      "bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(cann, CPU, m) {
@@ -241,6 +273,8 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
   m.impl("upsample_bicubic2d_aa_backward", &rbg::upsample_bicubic2d_aa_backward_cpu);
   m.impl("_upsample_bicubic2d_aa_grad", &rbg::upsample_bicubic2d_aa_grad_cpu);
   m.impl("_upsample_bicubic2d_aa_backward_grad", &rbg::upsample_bicubic2d_aa_backward_grad_cpu);
+  m.impl("_upsample_bicubic2d_aa_aten", &rbg::upsample_bicubic2d_aa_aten_cpu);
+  m.impl("_upsample_bicubic2d_aa_backward_aten", &rbg::upsample_bicubic2d_aa_backward_aten_cpu);
 }
 
 // Every op, for the tensor kinds no backend of ours takes.
@@ -249,7 +283,8 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
                            "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",               \
                            "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",                \
                            "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",            \
-                           "_upsample_bicubic2d_aa_backward_grad"})                                     \
+                           "_upsample_bicubic2d_aa_backward_grad", "_upsample_bicubic2d_aa_aten",      \
+                           "_upsample_bicubic2d_aa_backward_aten"})                                     \
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_tensor_kind>());
 TORCH_LIBRARY_IMPL(cann, QuantizedCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCPU, m) { RBG_REJECT_ALL(m) }
@@ -261,6 +296,7 @@ TORCH_LIBRARY_IMPL(cann, CompositeExplicitAutograd, m) {
                            "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",
                            "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",
                            "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",
-                           "_upsample_bicubic2d_aa_backward_grad"})
+                           "_upsample_bicubic2d_aa_backward_grad", "_upsample_bicubic2d_aa_aten",
+                           "_upsample_bicubic2d_aa_backward_aten"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_device>());
 }

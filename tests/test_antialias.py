@@ -302,7 +302,8 @@ gen = torch.Generator().manual_seed(5)
 h = hashlib.sha256()
 for shape, size, cl in [((2, 3, 120, 90), (17, 40), False), ((2, 3, 120, 90), (17, 40), True),
                         ((1, 20, 31, 33), (64, 70), True), ((1, 4, 300, 64), (9, 64), False),
-                        ((1, 3, 50, 41), (50, 5), True)]:
+                        ((1, 3, 50, 41), (50, 5), True), ((2, 12, 24, 24), (16, 16), False),
+                        ((1, 40, 14, 14), (37, 37), False)]:
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         x = torch.randn(shape, generator=gen).to(dtype)
         if cl:
@@ -337,3 +338,84 @@ def test_plan_names_its_loops():
     assert "H identity (skipped)" in plan(torch.empty(1, 3, 50, 60), 50, 20)
     assert "identity" not in plan(torch.empty(1, 3, 50, 60), 50, 20, skip_equal=False)
     assert "adjoint" in plan(torch.empty(1, 3, 10, 10), 40, 40, transpose=True)
+    pos_embed = plan(torch.empty(1, 768, 24, 24), 16, 16)
+    assert "planes in lanes" in pos_embed and "W w_pass_lanes" in pos_embed and "H rows axpy" in pos_embed
+    assert "planes" not in plan(torch.empty(1, 768, 24, 24).contiguous(memory_format=torch.channels_last), 16, 16)
+    assert "planes" not in plan(torch.empty(1, 3, 24, 24), 16, 16)  # too few planes to fill the lanes
+
+
+# ---- the aten override routes aten's AA pair (CPU, float32 and float64) -------------------------------------------
+
+def _ran(prof, name):
+    return any(e.key == name for e in prof.key_averages())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_override_routes_f_interpolate_antialias(dtype, channels_last):
+    x = torch.randn(2, 3, 40, 30, dtype=dtype, generator=torch.Generator().manual_seed(4))
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    for kwargs in (dict(size=(11, 50)), dict(scale_factor=0.3), dict(size=(40, 7), align_corners=True)):
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ref = F.interpolate(a, mode="bicubic", antialias=True, **kwargs)
+        g = torch.randn_like(ref)
+        ref.backward(g)
+        with trb.aten_override(), torch.profiler.profile() as prof:
+            out = F.interpolate(b, mode="bicubic", antialias=True, **kwargs)
+            out.backward(g)
+        assert _ran(prof, "cann::_upsample_bicubic2d_aa_aten") and _ran(prof, "cann::_upsample_bicubic2d_aa_backward_aten")
+        assert out.stride() == ref.stride() and b.grad.stride() == a.grad.stride()
+        torch.testing.assert_close(out, ref, **tol)
+        torch.testing.assert_close(b.grad, a.grad, **tol)
+    off = F.interpolate(x, size=(11, 50), mode="bicubic", antialias=True)
+    assert torch.equal(off, aten_aa(x, (11, 50), False))  # off again: PyTorch's kernel, bit for bit
+
+
+def test_override_leaves_what_it_does_not_cover_to_aten():
+    x16 = torch.randn(1, 2, 8, 8).to(torch.bfloat16)
+    with trb.aten_override():
+        with torch.profiler.profile() as prof:
+            try:
+                F.interpolate(x16, size=(4, 4), mode="bicubic", antialias=True)
+            except NotImplementedError:
+                pass  # aten's own answer for a dtype it has no AA kernel for
+        assert not _ran(prof, "cann::_upsample_bicubic2d_aa_aten")
+        x = torch.randn(1, 2, 8, 8)
+        with torch.profiler.profile() as prof:  # a scale whose inverse overflows float32: aten's kernel
+            torch.ops.aten._upsample_bicubic2d_aa(x, [4, 4], False, 1e-300, None)
+        assert not _ran(prof, "cann::_upsample_bicubic2d_aa_aten")
+        # aten reads a NaN or negative scale as "not given"
+        nan_scale = torch.ops.aten._upsample_bicubic2d_aa(x, [4, 5], False, math.nan, -2.0)
+    torch.testing.assert_close(nan_scale, aten_aa(x, (4, 5), False), rtol=1e-5, atol=1e-6)
+
+
+def test_override_out_forms():
+    x = torch.randn(1, 3, 20, 16, dtype=torch.float64)
+    g = torch.randn(1, 3, 7, 5, dtype=torch.float64)
+    with trb.aten_override(), torch.profiler.profile() as prof:
+        out = torch.empty(1, 3, 7, 5, dtype=torch.float64)
+        torch.ops.aten._upsample_bicubic2d_aa.out(x, [7, 5], False, None, None, out=out)
+        grad_input = torch.empty(1, 3, 20, 16, dtype=torch.float64)
+        torch.ops.aten._upsample_bicubic2d_aa_backward.grad_input(g, [7, 5], [1, 3, 20, 16], False, None, None,
+                                                                  grad_input=grad_input)
+    assert _ran(prof, "cann::_upsample_bicubic2d_aa_aten") and _ran(prof, "cann::_upsample_bicubic2d_aa_backward_aten")
+    torch.testing.assert_close(out, aten_aa(x, (7, 5), False), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad_input, aten_aa_backward(g, (20, 16), False), rtol=1e-12, atol=1e-12)
+
+
+def test_override_under_torch_compile():
+    x = torch.randn(2, 3, 48, 40, requires_grad=True)
+
+    def fn(t):
+        return F.interpolate(t, size=(12, 9), mode="bicubic", antialias=True)
+
+    ref = fn(x)
+    with trb.aten_override():
+        compiled = torch.compile(fn, fullgraph=True)
+        with torch.profiler.profile() as prof:
+            out = compiled(x)
+            out.sum().backward()
+    assert _ran(prof, "cann::_upsample_bicubic2d_aa_aten") and _ran(prof, "cann::_upsample_bicubic2d_aa_backward_aten")
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)

@@ -104,6 +104,17 @@ def _upsample_bicubic2d_aa_backward_fake(grad_output, output_size, input_size, a
 torch.library.register_fake("cann::_upsample_bicubic2d_aa_grad")(_upsample_bicubic2d_aa_backward_fake)
 
 
+@torch.library.register_fake("cann::_upsample_bicubic2d_aa_aten")
+def _upsample_bicubic2d_aa_aten_fake(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _new_output(self, [self.shape[0], self.shape[1], output_size[0], output_size[1]])
+
+
+@torch.library.register_fake("cann::_upsample_bicubic2d_aa_backward_aten")
+def _upsample_bicubic2d_aa_backward_aten_fake(grad_output, output_size, input_size, align_corners, scales_h=None,
+                                              scales_w=None):
+    return _new_output(grad_output, input_size, torch.contiguous_format)
+
+
 def _nan_or(scale) -> float:
     return 0.0 if scale is None else float(scale)
 
@@ -317,3 +328,17 @@ _register_linear("upsample_bicubic2d_aa", _aa_adjoint, _no_fold)
 _register_linear("_upsample_bicubic2d_aa_grad", _aa_grad_adjoint, _fold_input_size)
 _register_linear("upsample_bicubic2d_aa_backward", _aa_backward_adjoint, _fold_input_size)
 _register_linear("_upsample_bicubic2d_aa_backward_grad", _aa_backward_grad_adjoint, _no_fold)
+
+
+# The override's antialiased pair, as PyTorch's derivatives.yaml has it: each is the other's backward.
+def _aa_aten_adjoint(gy, x_shape, output_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_aa_backward_aten(gy, list(output_size), list(x_shape), align_corners,
+                                                               scales_h, scales_w)
+
+
+def _aa_backward_aten_adjoint(gy, x_shape, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return torch.ops.cann._upsample_bicubic2d_aa_aten(gy, list(output_size), align_corners, scales_h, scales_w)
+
+
+_register_linear("_upsample_bicubic2d_aa_aten", _aa_aten_adjoint, _no_fold)
+_register_linear("_upsample_bicubic2d_aa_backward_aten", _aa_backward_aten_adjoint, _fold_input_size)

@@ -4,7 +4,10 @@
 //  - rows: inner holds at least one 64-byte vector (NCHW's H pass, channels_last's H pass, channels_last's W pass
 //    with 16 or more float channels): each destination row sums its source rows, vectorised along inner;
 //  - lanes: inner is short (NCHW's W pass: 1; channels_last images: C): a block of lines moves into kLanes lanes,
-//    the pass runs on whole vectors (w_pass_lanes), and the block moves back (the plain engine's moves and loop).
+//    the pass runs on whole vectors (w_pass_lanes), and the block moves back (the plain engine's moves and loop);
+//  - planes: small NCHW planes (position embeddings, feature maps of a few thousand positions): kLanes whole planes
+//    move into lanes at once, both passes run there (w_pass_lanes, then rows of W * kLanes), and the block moves
+//    back: one move each way instead of a short loop per row.
 // Every destination element sums its table entries in table order starting from zero, in both loops, so the result
 // does not depend on the loop, the ISA, the task split or the thread count. float16/bfloat16 run in float32 and
 // round once at the end.
@@ -31,12 +34,16 @@ namespace {
 
 // A lanes block's source positions: about kChunkSpanL1 (the plain engine's figure) keeps its lanes in L1.
 constexpr int64_t kAaLanesSpan = 256;
-// A rows pass sums this many elements of a destination row at a time (32 KiB of float): the row stays in L1.
-constexpr int64_t kAaRowChunk = 8192;
+// A rows pass sums this many elements of a destination row at a time (8 KiB of float): the piece of the row stays in
+// L1 beside the four source rows it is summed from.
+constexpr int64_t kAaRowChunk = 2048;
 // Single-thread cost per table entry and element (ns), for the thread grain: measured order of magnitude.
 constexpr double kAaNsPerTerm = 0.15;
+// The planes loop takes NCHW planes of at most this many positions (before, between and after the passes): three
+// blocks of kLanes planes, 256 KiB each in float, stay in L2.
+constexpr int64_t kAaPlanePositions = 4096;
 
-enum class AaLoop { Skip, Rows, Lanes };
+enum class AaLoop { Skip, Rows, Lanes, Planes };
 
 // One pass: its axis, its loop, and the data it maps ([outer][src_len][inner] -> [outer][dst_len][inner]).
 struct AaPass {
@@ -50,6 +57,9 @@ struct AaPass {
 struct AaPlan {
   bool channels_last = false;
   bool w_first = true;
+  bool planes = false;  // both passes in the planes loop (first.loop, second.loop: its two steps, Rows or Lanes)
+  Isa planes_isa = Isa::Portable;
+  int64_t plane_blocks = 0, planes_grain = 1;
   AaPass first, second;
   int64_t mid_h = 0, mid_w = 0;  // the tensor between the passes
 };
@@ -118,12 +128,28 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
     plan.first = aa_pass<acc_t>('H', t.h, n, c, sh, sw, plan.channels_last);
     plan.second = aa_pass<acc_t>('W', t.w, n, c, dh, sw, plan.channels_last);
   }
+  const int64_t positions = std::max({sh * sw, plan.mid_h * plan.mid_w, dh * dw});
+  if (!plan.channels_last && n * c >= kLanes<acc_t> / 2 && positions <= kAaPlanePositions) {
+    plan.planes = true;
+    plan.planes_isa = lanes_isa<acc_t>(cpu_isa(), 1);
+    plan.plane_blocks = (n * c + kLanes<acc_t> - 1) / kLanes<acc_t>;
+    plan.planes_grain = grain_for(kAaNsPerTerm * static_cast<double>(kLanes<acc_t>) *
+                                  (static_cast<double>(sh) * ew + static_cast<double>(plan.mid_w) * eh +
+                                   static_cast<double>(sh * sw + dh * dw)));
+    for (AaPass* p : {&plan.first, &plan.second})
+      if (p->loop != AaLoop::Skip) p->loop = p->axis == 'W' ? AaLoop::Lanes : AaLoop::Rows;
+  }
   return plan;
 }
 
-std::string describe_pass(const AaPass& p) {
+std::string describe_pass(const AaPass& p, bool in_planes) {
   std::string s(1, p.axis);
   if (p.loop == AaLoop::Skip) return s + " identity (skipped)";
+  if (in_planes) {
+    s += p.loop == AaLoop::Lanes ? " w_pass_lanes [portable]" : " rows axpy [portable]";
+    return s + " " + std::to_string(p.src_len) + " -> " + std::to_string(p.dst_len) + ", " +
+           std::to_string(p.terms) + " terms";
+  }
   if (p.loop == AaLoop::Rows) {
     s += " rows axpy [portable]";
   } else {
@@ -147,8 +173,20 @@ void aa_row(acc_t* out, const acc_t* src, int64_t inner, const AaAxis<acc_t>& ax
       std::fill(out + j0, out + j0 + n, acc_t(0));
       continue;
     }
-    axpy_into_zero(out + j0, src + axis.src[e0] * inner + j0, axis.w[e0], n);
-    for (int64_t e = e0 + 1; e < e1; ++e) axpy(out + j0, src + axis.src[e] * inner + j0, axis.w[e], n);
+    // Four rows per pass where there are four (the same order and bits as one at a time).
+    int64_t e = e0;
+    for (; e + 4 <= e1; e += 4) {
+      const acc_t* r = src + j0;
+      axpy4(out + j0, r + axis.src[e] * inner, r + axis.src[e + 1] * inner, r + axis.src[e + 2] * inner,
+            r + axis.src[e + 3] * inner, axis.w.data() + e, e == e0, n);
+    }
+    for (; e < e1; ++e) {
+      if (e == e0) {
+        axpy_into_zero(out + j0, src + axis.src[e] * inner + j0, axis.w[e], n);
+      } else {
+        axpy(out + j0, src + axis.src[e] * inner + j0, axis.w[e], n);
+      }
+    }
   }
 }
 
@@ -213,6 +251,46 @@ void run_lanes(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* src, acc
   });
 }
 
+// One step of the planes loop on a block of planes in lanes, [rows][src_len][L] -> [rows][dst_len][L] (W) or
+// [src_len][row * L] -> [dst_len][row * L] (H, `row` = the width between the passes).
+template <typename acc_t>
+void planes_step(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* in, acc_t* out, int64_t rows,
+                 int64_t row) {
+  constexpr int64_t L = kLanes<acc_t>;
+  if (p.axis == 'W') {
+    for (int64_t r = 0; r < rows; ++r)
+      w_pass_lanes(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(), axis.w.data(),
+                   0, p.dst_len, 0);
+  } else {
+    for (int64_t d = 0; d < p.dst_len; ++d) aa_row(out + d * row * L, in, row * L, axis, d);
+  }
+}
+
+template <typename acc_t>
+void run_planes(const AaPlan& plan, const AaTables<acc_t>& t, const acc_t* src, acc_t* dst, int64_t planes) {
+  constexpr int64_t L = kLanes<acc_t>;
+  const int64_t sh = t.h.src_len, sw = t.w.src_len, dh = t.h.dst_len, dw = t.w.dst_len;
+  const AaAxis<acc_t>& first_axis = plan.w_first ? t.w : t.h;
+  const AaAxis<acc_t>& second_axis = plan.w_first ? t.h : t.w;
+  at::parallel_for(0, plan.plane_blocks, plan.planes_grain, [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> a(sh * sw * L), b(plan.mid_h * plan.mid_w * L), c(dh * dw * L);
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t p0 = blk * L, lines = std::min(L, planes - p0);
+      lines_to_lanes(plan.planes_isa, a.data(), src + p0 * sh * sw, sh * sw, 1, lines, sh * sw);
+      const acc_t* cur = a.data();
+      if (plan.first.loop != AaLoop::Skip) {
+        planes_step(plan.first, first_axis, cur, b.data(), sh, sw);
+        cur = b.data();
+      }
+      if (plan.second.loop != AaLoop::Skip) {
+        planes_step(plan.second, second_axis, cur, c.data(), plan.mid_h, plan.mid_w);
+        cur = c.data();
+      }
+      lanes_to_lines(plan.planes_isa, dst + p0 * dh * dw, cur, dh * dw, 1, lines, dh * dw);
+    }
+  });
+}
+
 template <typename acc_t>
 void run_pass(const AaPass& p, const AaAxis<acc_t>& axis, const at::Tensor& src, at::Tensor& dst) {
   if (p.loop == AaLoop::Rows) run_rows(p, axis, src.const_data_ptr<acc_t>(), dst.mutable_data_ptr<acc_t>());
@@ -231,6 +309,11 @@ at::Tensor aa_resample_acc(const at::Tensor& x, const AaMap& m, at::ScalarType o
   at::Tensor cur = x.to(acc_type).contiguous(fmt);
   if (plan.first.loop == AaLoop::Skip && plan.second.loop == AaLoop::Skip) {
     return at::empty({n, c, t.h.dst_len, t.w.dst_len}, options.dtype(out_type)).copy_(cur);
+  }
+  if (plan.planes) {
+    at::Tensor out = at::empty({n, c, t.h.dst_len, t.w.dst_len}, options);
+    run_planes(plan, t, cur.const_data_ptr<acc_t>(), out.mutable_data_ptr<acc_t>(), n * c);
+    return out.scalar_type() == out_type ? out : out.to(out_type);
   }
   const AaAxis<acc_t>& first_axis = plan.w_first ? t.w : t.h;
   const AaAxis<acc_t>& second_axis = plan.w_first ? t.h : t.w;
@@ -263,8 +346,12 @@ std::string describe_aa_plan(const at::Tensor& x, const AaMap& map) {
     using acc_t = at::opmath_type<scalar_t>;
     const AaPlan plan = aa_plan<acc_t>(x, aa_tables<acc_t>(map));
     line = std::string("aa ") + (map.transpose ? "adjoint" : "resize") +
-           (plan.channels_last ? ", channels_last" : ", NCHW") + (plan.w_first ? ", W first: " : ", H first: ") +
-           describe_pass(plan.first) + "; " + describe_pass(plan.second);
+           (plan.channels_last ? ", channels_last" : ", NCHW") + (plan.w_first ? ", W first: " : ", H first: ");
+    if (plan.planes) {
+      line += std::string("planes in lanes, moves cl 1 [") + isa_name(plan.planes_isa) + "], " +
+              threads_note(plan.plane_blocks, plan.planes_grain) + ": ";
+    }
+    line += describe_pass(plan.first, plan.planes) + "; " + describe_pass(plan.second, plan.planes);
   });
   return line;
 }

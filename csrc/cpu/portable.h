@@ -38,6 +38,21 @@ template <typename acc_t>
 RBG_MULTIVERSION void axpy_into_zero(acc_t* __restrict y, const acc_t* __restrict x, acc_t w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = acc_t(0) + w * x[i];  // vec: axpy_into_zero
 }
+// Four weighted rows added to y in one pass, in list order: (((y + w0 r0) + w1 r1) + w2 r2) + w3 r3, the same bits as
+// four axpy calls (from_zero: 0 instead of y, as axpy_into_zero), with one load and store of y instead of four.
+template <typename acc_t>
+RBG_MULTIVERSION void axpy4(acc_t* __restrict y, const acc_t* __restrict r0, const acc_t* __restrict r1,
+                            const acc_t* __restrict r2, const acc_t* __restrict r3, const acc_t w[4], bool from_zero,
+                            int64_t n) {
+  const acc_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  if (from_zero) {
+    for (int64_t i = 0; i < n; ++i) {  // vec: axpy4_into_zero
+      y[i] = (((acc_t(0) + w0 * r0[i]) + w1 * r1[i]) + w2 * r2[i]) + w3 * r3[i];
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (((y[i] + w0 * r0[i]) + w1 * r1[i]) + w2 * r2[i]) + w3 * r3[i];  // vec: axpy4
+  }
+}
 RBG_MULTIVERSION void widen(float* __restrict y, const c10::BFloat16* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);  // vec: widen_bfloat16
 }
