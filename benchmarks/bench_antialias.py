@@ -5,9 +5,11 @@ factor, weights normalised; one call per plane, as Pillow takes one plane at a t
 
 Per case: the forward (cann::upsample_bicubic2d_aa against aten::_upsample_bicubic2d_aa), the backward
 (cann::upsample_bicubic2d_aa_backward against aten's), and forward + backward through autograd
-(resize_bicubic(..., antialias=True) against F.interpolate, eager and compiled). Values are checked first. bfloat16:
+(torch.autograd.grad of resize_bicubic(..., antialias=True) against F.interpolate's, eager and compiled: no
+gradient accumulates into a leaf between calls). Values are checked first. bfloat16:
 ours in bfloat16, PyTorch's side in float32 (it has no bfloat16 AA kernel). Each function runs interleaved with the
-others of its direction (forward, backward, both) after a warm-up, medians, 2 threads (torch.set_num_threads(2)).
+others of its direction (forward, backward, both; Pillow on its own: its single-threaded calls would let the others'
+threads fall asleep) after a warm-up, medians, 2 threads (torch.set_num_threads(2)).
 
 Pillow is an optional benchmark dependency (pip install pillow). Writes benchmarks/results/bench_antialias.txt.
 
@@ -72,12 +74,13 @@ def case_functions(shape, size, dtype, fmt, compile_it):
         "fwd_pt": lambda: torch.ops.aten._upsample_bicubic2d_aa(xf, sz, False, None, None),
         "bwd_ours": lambda: torch.ops.cann.upsample_bicubic2d_aa_backward(g, sz, list(shape), False),
         "bwd_pt": lambda: torch.ops.aten._upsample_bicubic2d_aa_backward(gf, sz, list(shape), False, None, None),
-        "fb_ours": lambda: trb.resize_bicubic(xg, size=size, antialias=True).backward(g),
-        "fb_pt": lambda: interp(xfg).backward(gf),
+        "fb_ours": lambda: torch.autograd.grad(trb.resize_bicubic(xg, size=size, antialias=True), xg, g),
+        "fb_pt": lambda: torch.autograd.grad(interp(xfg), xfg, gf),
     }
     if compile_it:
+        torch._dynamo.reset()  # one compiled graph per case (the cases would pass Dynamo's recompile limit)
         compiled = torch.compile(interp, dynamic=False)
-        fns["fb_compiled"] = lambda: compiled(xfg).backward(gf)
+        fns["fb_compiled"] = lambda: torch.autograd.grad(compiled(xfg), xfg, gf)
     check = {
         "fwd": (fns["fwd_ours"]().float() - fns["fwd_pt"]()).abs().max().item(),
         "bwd": (fns["bwd_ours"]().float() - fns["bwd_pt"]()).abs().max().item(),
@@ -103,9 +106,11 @@ def run(args):
                     image = x.numpy()
                     pil_diff = (pillow_values(image, size) - fns["fwd_ours"]()).abs().max().item()
                     check["pillow"] = pil_diff
-                    fns["fwd_pillow"] = pillow_fn(image, size)
+                    fns["pillow_fwd"] = pillow_fn(image, size)
                 times = {}
-                for group in ("fwd", "bwd", "fb"):  # each function interleaved with the others of its direction
+                # Each function interleaved with the others of its direction; Pillow (one thread, milliseconds per
+                # call) on its own, so that its calls do not leave the other sides' threads asleep.
+                for group in ("fwd", "bwd", "fb", "pillow"):
                     names = [n for n in fns if n.startswith(group + "_")]
                     times.update(zip(names, (t * 1e3 for t in medians([fns[n] for n in names], args.repeats))))
                 ratio = {k: times[f"{k}_pt"] / times[f"{k}_ours"] for k in ("fwd", "bwd", "fb")}
@@ -120,9 +125,9 @@ def run(args):
                     line += f"{times['fb_compiled']:.3f} ({times['fb_compiled'] / times['fb_ours']:.1f}x) | "
                 else:
                     line += "- | "
-                if "fwd_pillow" in times:
-                    speedups["pillow"].append(times["fwd_pillow"] / times["fwd_ours"])
-                    line += f"{times['fwd_pillow']:.3f} ({times['fwd_pillow'] / times['fwd_ours']:.1f}x) | "
+                if "pillow_fwd" in times:
+                    speedups["pillow"].append(times["pillow_fwd"] / times["fwd_ours"])
+                    line += f"{times['pillow_fwd']:.3f} ({times['pillow_fwd'] / times['fwd_ours']:.1f}x) | "
                 else:
                     line += "- | "
                 line += " ".join(f"{k} {v:.1e}" for k, v in check.items()) + " |"

@@ -12,7 +12,9 @@ Use it three ways:
 * The ops themselves, registered under ``torch.ops.cann`` when the package is imported:
   ``cann::resize_bicubic_v2_grad`` (CANN's graph-IR form; Python: ``resize_bicubic_v2_grad``),
   ``cann::upsample_bicubic2d_backward`` (the aclnn form; Python: ``upsample_bicubic2d_backward``) and
-  ``cann::resize_bicubic_v2`` (the forward resize, differentiable through the gradient op).
+  ``cann::resize_bicubic_v2`` (the forward resize, differentiable through the gradient op), and the antialiased pair
+  ``cann::upsample_bicubic2d_aa`` / ``cann::upsample_bicubic2d_aa_backward`` (``resize_bicubic(...,
+  antialias=True)``).
 
 Values follow PyTorch's CPU kernels (the gradient up to summation order, the forward within a bound tied to PyTorch's
 own float32 error); inf and NaN land where PyTorch's do; results are bitwise identical across thread counts.
@@ -84,4 +86,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"

@@ -7,6 +7,9 @@ The override is a drop-in (docs/design.md §3): every call that reaches aten's C
   ``.vec`` reaches the first) get a CPU kernel (csrc/aten_override.cpp) that runs ours for the inputs it covers
   (4-D float16, bfloat16, float32, float64 with non-empty valid sizes) and PyTorch's original kernel for
   everything else: other dtypes (uint8), bad arguments (so PyTorch's own exceptions and messages), empty tensors.
+  The antialiased pair, ``aten::_upsample_bicubic2d_aa`` and its backward, likewise for float32 and float64 (the
+  dtypes aten has an AA kernel for), through ``cann::_upsample_bicubic2d_aa_aten`` and its backward. AOT autograd
+  leaves that pair in the graph as aten's ops, so compiled graphs reach the same kernels.
 * ``torch.compile``: AOT autograd traces bicubic through Python decompositions registered on the Autograd
   and CompositeImplicitAutograd keys, which would turn it into gathers and scatters. While the override is
   on, those Python kernels send covered CPU inputs to ``cann::_upsample_bicubic2d_aten`` instead, an op with
@@ -148,9 +151,10 @@ def _switching():
 
 def enable_aten_override() -> None:
     """Route PyTorch's CPU bicubic resize and its backward (``aten::upsample_bicubic2d``, its ``.vec`` and ``out=``
-    forms, and ``aten::upsample_bicubic2d_backward``) to this package's kernels, so that ``F.interpolate(...,
+    forms, and ``aten::upsample_bicubic2d_backward``; with ``antialias=True``, ``aten::_upsample_bicubic2d_aa`` and
+    its backward for float32 and float64) to this package's kernels, so that ``F.interpolate(...,
     mode="bicubic")`` and ``nn.Upsample`` use them, eagerly and under ``torch.compile``; inputs they do not cover
-    (other devices, uint8, antialias) keep PyTorch's kernels.
+    (other devices, uint8, antialiased float16/bfloat16) keep PyTorch's kernels.
 
     Off by default; calling it again while on does nothing. ``disable_aten_override()`` restores PyTorch's
     kernels' results bit for bit. Safe to call while other threads resize; waits for a ``torch.compile``

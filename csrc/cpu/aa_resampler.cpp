@@ -40,8 +40,8 @@ constexpr int64_t kAaRowChunk = 2048;
 // Single-thread cost per table entry and element (ns), for the thread grain: measured order of magnitude.
 constexpr double kAaNsPerTerm = 0.15;
 // The planes loop takes NCHW planes of at most this many positions (before, between and after the passes): three
-// blocks of kLanes planes, 256 KiB each in float, stay in L2.
-constexpr int64_t kAaPlanePositions = 4096;
+// blocks of kLanes planes, at most 1 MiB each in float.
+constexpr int64_t kAaPlanePositions = 16384;
 
 enum class AaLoop { Skip, Rows, Lanes, Planes };
 
