@@ -146,6 +146,34 @@ def test_combine_row_streamed(n):
     assert_same(ours, ref)
 
 
+# ---- axpy4: the antialiased resampler's rows loop, four rows per pass ---------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 33, 100])
+@pytest.mark.parametrize("from_zero", [False, True])
+def test_axpy4_equals_four_axpy_calls(n, from_zero):
+    # Its contract: the same bits as adding the rows one at a time (the order every AA loop sums in).
+    stride = n + 3
+    src = values(4 * stride, n + 11)
+    start = values(n, n + 12)
+    ref, ours = start.clone(), start.clone()
+    for w in (W_A, [0.0, -0.0, 1e-30, -2.5]):
+        K.axpy4(True, ref, src, stride, w, from_zero, n)
+        K.axpy4(False, ours, src, stride, w, from_zero, n)
+        assert_same(ours, ref)
+
+
+@pytest.mark.parametrize("in_len, out_len", [(24, 16), (16, 24), (37, 14), (300, 7), (5, 5), (9, 2)])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_w_pass_lanes_x4_equals_w_pass_lanes(in_len, out_len, transpose):
+    # Four destinations in flight, the same bits as one at a time (tails of 1-3 destinations included).
+    src_len, dst_len = (out_len, in_len) if transpose else (in_len, out_len)
+    lanes = values(src_len * 16, in_len * 31 + out_len)
+    ref, ours = filled(dst_len * 16), filled(dst_len * 16)
+    K.aa_lanes(False, ref, lanes, in_len, out_len, transpose)
+    K.aa_lanes(True, ours, lanes, in_len, out_len, transpose)
+    assert_same(ours, ref)
+
+
 # ---- W passes: fused4 over many channels, permute over few ---------------------------------------------------------
 
 SCALES = [(17, 34), (16, 32), (40, 80), (32, 16), (33, 16), (96, 48), (30, 21), (21, 30), (9, 9), (5, 3), (64, 100)]

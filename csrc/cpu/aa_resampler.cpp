@@ -4,9 +4,10 @@
 //  - rows: inner holds at least one 64-byte vector (NCHW's H pass, channels_last's H pass, channels_last's W pass
 //    with 16 or more float channels): each destination row sums its source rows, vectorised along inner;
 //  - lanes: inner is short (NCHW's W pass: 1; channels_last images: C): a block of lines moves into kLanes lanes,
-//    the pass runs on whole vectors (w_pass_lanes), and the block moves back (the plain engine's moves and loop);
+//    the pass runs on whole vectors (w_pass_lanes_x4: four destinations in flight), and the block moves back (the
+//    plain engine's moves);
 //  - planes: small NCHW planes (position embeddings, feature maps of a few thousand positions): kLanes whole planes
-//    move into lanes at once, both passes run there (w_pass_lanes, then rows of W * kLanes), and the block moves
+//    move into lanes at once, both passes run there (w_pass_lanes_x4, then rows of W * kLanes), and the block moves
 //    back: one move each way instead of a short loop per row.
 // Every destination element sums its table entries in table order starting from zero, in both loops, so the result
 // does not depend on the loop, the ISA, the task split or the thread count. float16/bfloat16 run in float32 and
@@ -146,14 +147,14 @@ std::string describe_pass(const AaPass& p, bool in_planes) {
   std::string s(1, p.axis);
   if (p.loop == AaLoop::Skip) return s + " identity (skipped)";
   if (in_planes) {
-    s += p.loop == AaLoop::Lanes ? " w_pass_lanes [portable]" : " rows axpy [portable]";
+    s += p.loop == AaLoop::Lanes ? " w_pass_lanes_x4 [portable]" : " rows axpy [portable]";
     return s + " " + std::to_string(p.src_len) + " -> " + std::to_string(p.dst_len) + ", " +
            std::to_string(p.terms) + " terms";
   }
   if (p.loop == AaLoop::Rows) {
     s += " rows axpy [portable]";
   } else {
-    s += " lanes w_pass_lanes [portable] moves ";
+    s += " lanes w_pass_lanes_x4 [portable] moves ";
     s += p.inner == 1 ? "cl 1" : "cl " + std::to_string(p.inner);
     s += std::string(" [") + isa_name(p.isa) + "]";
   }
@@ -243,7 +244,7 @@ void run_lanes(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* src, acc
       acc_t* d = dst + r0 * p.dst_len * cl;
       for (const AaChunk& c : chunks) {
         lines_to_lanes(p.isa, lanes_in.data(), s + c.lo * cl, p.src_len * cl, cl, lines, c.hi - c.lo);
-        w_pass_lanes(lanes_out.data(), lanes_in.data(), axis.ptr.data(), axis.src.data(), axis.w.data(), c.d0, c.d1,
+        w_pass_lanes_x4(lanes_out.data(), lanes_in.data(), axis.ptr.data(), axis.src.data(), axis.w.data(), c.d0, c.d1,
                      c.lo);
         lanes_to_lines(p.isa, d + c.d0 * cl, lanes_out.data(), p.dst_len * cl, cl, lines, c.d1 - c.d0);
       }
@@ -259,7 +260,7 @@ void planes_step(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* in, ac
   constexpr int64_t L = kLanes<acc_t>;
   if (p.axis == 'W') {
     for (int64_t r = 0; r < rows; ++r)
-      w_pass_lanes(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(), axis.w.data(),
+      w_pass_lanes_x4(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(), axis.w.data(),
                    0, p.dst_len, 0);
   } else {
     for (int64_t d = 0; d < p.dst_len; ++d) aa_row(out + d * row * L, in, row * L, axis, d);

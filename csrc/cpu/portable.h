@@ -135,6 +135,45 @@ RBG_MULTIVERSION void w_pass_lanes(acc_t* __restrict out, const acc_t* __restric
   }
 }
 
+// w_pass_lanes with four destinations in flight: their sums are independent chains, so each add waits less on the
+// latency of the one before (a lone destination's chain is latency-bound: mul then add, no contraction). Every
+// destination sums its entries in list order from zero, as in w_pass_lanes: the same bits.
+template <typename acc_t>
+RBG_MULTIVERSION void w_pass_lanes_x4(acc_t* __restrict out, const acc_t* __restrict in,
+                                      const int64_t* __restrict ptr, const int64_t* __restrict src,
+                                      const acc_t* __restrict w, int64_t i_begin, int64_t i_end, int64_t o_base) {
+  constexpr int64_t L = kLanes<acc_t>;
+  int64_t i = i_begin;
+  for (; i + 4 <= i_end; i += 4) {
+    acc_t a0[L] = {}, a1[L] = {}, a2[L] = {}, a3[L] = {};
+    const int64_t e0 = ptr[i], e1 = ptr[i + 1], e2 = ptr[i + 2], e3 = ptr[i + 3];
+    const int64_t common = std::min(std::min(e1 - e0, e2 - e1), std::min(e3 - e2, ptr[i + 4] - e3));
+    for (int64_t k = 0; k < common; ++k) {
+      const acc_t* __restrict s0 = in + (src[e0 + k] - o_base) * L;
+      const acc_t* __restrict s1 = in + (src[e1 + k] - o_base) * L;
+      const acc_t* __restrict s2 = in + (src[e2 + k] - o_base) * L;
+      const acc_t* __restrict s3 = in + (src[e3 + k] - o_base) * L;
+      const acc_t w0 = w[e0 + k], w1 = w[e1 + k], w2 = w[e2 + k], w3 = w[e3 + k];
+      for (int64_t l = 0; l < L; ++l) {
+        a0[l] += s0[l] * w0;
+        a1[l] += s1[l] * w1;
+        a2[l] += s2[l] * w2;
+        a3[l] += s3[l] * w3;
+      }
+    }
+    acc_t* acc[4] = {a0, a1, a2, a3};
+    for (int d = 0; d < 4; ++d) {  // each destination's remaining entries, in order
+      for (int64_t e = ptr[i + d] + common; e < ptr[i + d + 1]; ++e) {
+        const acc_t* __restrict s = in + (src[e] - o_base) * L;
+        const acc_t we = w[e];
+        for (int64_t l = 0; l < L; ++l) acc[d][l] += s[l] * we;
+      }
+      for (int64_t l = 0; l < L; ++l) out[(i + d - i_begin) * L + l] = acc[d][l];
+    }
+  }
+  if (i < i_end) w_pass_lanes(out + (i - i_begin) * L, in, ptr, src, w, i, i_end, o_base);
+}
+
 // Transposes `lines` lines (line l starts at base + (l / cl) * row_len + l % cl, elements cl apart) into
 // blk[o][lane], and back. cl is 1 for NCHW rows and C for the interleaved channels of an NHWC row. Tiles
 // of kTile positions keep both sides of the transpose in L1; whole float tiles of NCHW rows go through

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/aa_tables.h"
 #include "cpu/axis.h"
 #include "cpu/dispatch.h"
 #include "cpu/isa.h"
@@ -108,6 +109,32 @@ bool combine_row_(bool stream, at::Tensor out, const at::Tensor& src, int64_t st
   const bool bad = combine_row(stream, f32(out), s, s + stride, s + 2 * stride, s + 3 * stride, fw, n);
   if (stream) store_fence();
   return bad;
+}
+
+// ---- axpy4: four weighted rows in one pass (the antialiased resampler's rows loop) -------------------------------
+
+// out (+)= the four rows of src (stride apart), weighted, by axpy4 or (chain) by four axpy / axpy_into_zero calls.
+void axpy4_(bool chain, at::Tensor out, const at::Tensor& src, int64_t stride, const std::vector<double>& w,
+            bool from_zero, int64_t n) {
+  const float* s = f32(src);
+  const float fw[4] = {static_cast<float>(w[0]), static_cast<float>(w[1]), static_cast<float>(w[2]),
+                       static_cast<float>(w[3])};
+  if (!chain) return axpy4(f32(out), s, s + stride, s + 2 * stride, s + 3 * stride, fw, from_zero, n);
+  for (int k = 0; k < 4; ++k) {
+    if (k == 0 && from_zero) {
+      axpy_into_zero(f32(out), s, fw[0], n);
+    } else {
+      axpy(f32(out), s + k * stride, fw[k], n);
+    }
+  }
+}
+
+// w_pass_lanes over every destination of an AA table of in_len -> out_len (x4: four destinations in flight), on
+// in[in_len][16 lanes].
+void aa_lanes_(bool x4, at::Tensor out, const at::Tensor& in, int64_t in_len, int64_t out_len, bool transpose) {
+  const AaAxis<float> t = aa_axis<float>(in_len, out_len, false, 0.0, transpose, false);
+  const auto run = x4 ? &w_pass_lanes_x4<float> : &w_pass_lanes<float>;
+  run(f32(out), f32(in), t.ptr.data(), t.src.data(), t.w.data(), 0, t.dst_len, 0);
 }
 
 // ---- fused4 and permute: W passes of whole rows ----------------------------------------------------------------
@@ -215,6 +242,8 @@ PYBIND11_MODULE(_cpu_kernels, m) {
   m.def("split", &split_);
   m.def("combine_pair", &combine_pair_);
   m.def("combine_row", &combine_row_);
+  m.def("axpy4", &axpy4_);
+  m.def("aa_lanes", &aa_lanes_);
   m.def("fused4", &fused4_);
   m.def("gather", &gather_);
   m.def("permute", &permute_);
