@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../torch_checks.h"
@@ -60,6 +62,7 @@ struct AaPlan {
   bool w_first = true;
   bool planes = false;  // both passes in the planes loop (first.loop, second.loop: its two steps, Rows or Lanes)
   Isa planes_isa = Isa::Portable;
+  Isa convert_isa = Isa::Portable;  // float16/bfloat16 <-> float (dispatch.h widen, narrow)
   int64_t plane_blocks = 0, planes_grain = 1;
   AaPass first, second;
   int64_t mid_h = 0, mid_w = 0;  // the tensor between the passes
@@ -111,9 +114,10 @@ AaPass aa_pass(char axis_name, const AaAxis<acc_t>& axis, int64_t n, int64_t c, 
 }
 
 // Which axis first: the order that sums fewer table entries over the tensor (aten's order, W first, on a tie).
-template <typename acc_t>
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
   AaPlan plan;
+  if (!std::is_same_v<scalar_t, acc_t>) plan.convert_isa = cpu_isa();  // float16/bfloat16 widened and narrowed
   plan.channels_last = output_memory_format(x) == at::MemoryFormat::ChannelsLast;
   const int64_t n = x.size(0), c = x.size(1), sh = t.h.src_len, sw = t.w.src_len, dh = t.h.dst_len,
                 dw = t.w.dst_len;
@@ -163,40 +167,82 @@ std::string describe_pass(const AaPass& p, bool in_planes) {
 }
 
 // ---- the loops --------------------------------------------------------------------------------------------------
+// Each loop reads in_t and writes out_t: the accumulation type, or (float16/bfloat16) the tensor's own type for the
+// call's first reads and last writes, widened and narrowed piece by piece in cache (no converted copy of a tensor).
 
-// Destination row d of one outer slice: the sum of its source rows (each `inner` long) in table order.
+// Source rows widened to the accumulation type (float16/bfloat16 sources), one thread's: direct-mapped on (outer
+// slice, row, chunk), so that consecutive destinations, whose windows overlap, widen each source row once.
 template <typename acc_t>
-void aa_row(acc_t* out, const acc_t* src, int64_t inner, const AaAxis<acc_t>& axis, int64_t d) {
-  const int64_t e0 = axis.ptr[d], e1 = axis.ptr[d + 1];
-  for (int64_t j0 = 0; j0 < inner; j0 += kAaRowChunk) {
-    const int64_t n = std::min(kAaRowChunk, inner - j0);
-    if (e0 == e1) {
-      std::fill(out + j0, out + j0 + n, acc_t(0));
-      continue;
+struct WidenedRows {
+  static constexpr int64_t kSlots = 64;
+  std::vector<acc_t> rows = std::vector<acc_t>(kSlots * kAaRowChunk);
+  std::vector<int64_t> key = std::vector<int64_t>(kSlots, -1);
+  std::vector<acc_t> result = std::vector<acc_t>(kAaRowChunk);  // a destination chunk before it is narrowed
+
+  template <typename in_t>
+  const acc_t* get(Isa cvt, int64_t k, const in_t* src, int64_t n) {
+    const int64_t slot = k % kSlots;
+    acc_t* row = rows.data() + slot * kAaRowChunk;
+    if (key[slot] != k) {
+      widen(cvt, row, src, n);
+      key[slot] = k;
     }
-    // Four rows per pass where there are four (the same order and bits as one at a time).
+    return row;
+  }
+};
+
+// Destination row d of one outer slice `o` (src: the slice's rows, each `inner` long): the sum of its source rows in
+// table order. `cache` widens float16/bfloat16 rows (null where in_t and out_t are the accumulation type).
+template <typename in_t, typename out_t, typename acc_t>
+void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<acc_t>& axis, int64_t o, int64_t d,
+            WidenedRows<acc_t>* cache) {
+  const int64_t e0 = axis.ptr[d], e1 = axis.ptr[d + 1], chunks = (inner + kAaRowChunk - 1) / kAaRowChunk;
+  for (int64_t j0 = 0, jc = 0; j0 < inner; j0 += kAaRowChunk, ++jc) {
+    const int64_t n = std::min(kAaRowChunk, inner - j0);
+    acc_t* y;
+    if constexpr (std::is_same_v<out_t, acc_t>) {
+      y = out + j0;
+    } else {
+      y = cache->result.data();
+    }
+    auto row = [&](int64_t e) -> const acc_t* {
+      const in_t* r = src + axis.src[e] * inner + j0;
+      if constexpr (std::is_same_v<in_t, acc_t>) {
+        return r;
+      } else {
+        return cache->get(cvt, ((o * axis.src_len + axis.src[e]) * chunks + jc), r, n);
+      }
+    };
+    if (e0 == e1) std::fill(y, y + n, acc_t(0));
+    // Four rows per pass where there are four (the same order and bits as one at a time); widened rows only when
+    // the four sit in four slots (always for a window's consecutive rows).
     int64_t e = e0;
     for (; e + 4 <= e1; e += 4) {
-      const acc_t* r = src + j0;
-      axpy4(out + j0, r + axis.src[e] * inner, r + axis.src[e + 1] * inner, r + axis.src[e + 2] * inner,
-            r + axis.src[e + 3] * inner, axis.w.data() + e, e == e0, n);
+      if constexpr (!std::is_same_v<in_t, acc_t>) {
+        if (axis.src[e + 3] - axis.src[e] != 3) break;
+      }
+      axpy4(y, row(e), row(e + 1), row(e + 2), row(e + 3), axis.w.data() + e, e == e0, n);
     }
     for (; e < e1; ++e) {
       if (e == e0) {
-        axpy_into_zero(out + j0, src + axis.src[e] * inner + j0, axis.w[e], n);
+        axpy_into_zero(y, row(e), axis.w[e], n);
       } else {
-        axpy(out + j0, src + axis.src[e] * inner + j0, axis.w[e], n);
+        axpy(y, row(e), axis.w[e], n);
       }
     }
+    if constexpr (!std::is_same_v<out_t, acc_t>) narrow(cvt, out + j0, y, n);
   }
 }
 
-template <typename acc_t>
-void run_rows(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* src, acc_t* dst) {
+template <typename in_t, typename out_t, typename acc_t>
+void run_rows(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
+  constexpr bool kConverts = !std::is_same_v<in_t, acc_t> || !std::is_same_v<out_t, acc_t>;
   at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t o = t / p.dst_len, d = t % p.dst_len;
-      aa_row(dst + (o * p.dst_len + d) * p.inner, src + o * p.src_len * p.inner, p.inner, axis, d);
+      aa_row(cvt, dst + (o * p.dst_len + d) * p.inner, src + o * p.src_len * p.inner, p.inner, axis, o, d,
+             cache.get());
     }
   });
 }
@@ -229,8 +275,34 @@ std::vector<AaChunk> lanes_chunks(const AaAxis<acc_t>& axis) {
   return chunks;
 }
 
-template <typename acc_t>
-void run_lanes(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* src, acc_t* dst) {
+// Lines [r0, r0 + rows) of a lanes pass, source positions [lo, hi), into lanes (widened first where in_t is not the
+// accumulation type), and destinations [d0, d1) back out of them.
+template <typename in_t, typename acc_t>
+void block_to_lanes(Isa isa, Isa cvt, acc_t* lanes, const in_t* s, int64_t row_len, int64_t cl, int64_t rows,
+                    int64_t lo, int64_t hi, acc_t* stage) {
+  const int64_t n = hi - lo;
+  if constexpr (std::is_same_v<in_t, acc_t>) {
+    lines_to_lanes(isa, lanes, s + lo * cl, row_len, cl, rows * cl, n);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) widen(cvt, stage + r * n * cl, s + r * row_len + lo * cl, n * cl);
+    lines_to_lanes(isa, lanes, stage, n * cl, cl, rows * cl, n);
+  }
+}
+
+template <typename out_t, typename acc_t>
+void lanes_to_block(Isa isa, Isa cvt, out_t* d, const acc_t* lanes, int64_t row_len, int64_t cl, int64_t rows,
+                    int64_t d0, int64_t d1, acc_t* stage) {
+  const int64_t n = d1 - d0;
+  if constexpr (std::is_same_v<out_t, acc_t>) {
+    lanes_to_lines(isa, d + d0 * cl, lanes, row_len, cl, rows * cl, n);
+  } else {
+    lanes_to_lines(isa, stage, lanes, n * cl, cl, rows * cl, n);
+    for (int64_t r = 0; r < rows; ++r) narrow(cvt, d + r * row_len + d0 * cl, stage + r * n * cl, n * cl);
+  }
+}
+
+template <typename in_t, typename out_t, typename acc_t>
+void run_lanes(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
   constexpr int64_t L = kLanes<acc_t>;
   const int64_t cl = p.inner, rows_per_block = L / cl;
   const std::vector<AaChunk> chunks = lanes_chunks(axis);
@@ -238,15 +310,17 @@ void run_lanes(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* src, acc
   for (const AaChunk& c : chunks) widest = std::max(widest, c.hi - c.lo);
   at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> lanes_in(widest * L), lanes_out(kAaLanesSpan * L);
+    constexpr bool kConverts = !std::is_same_v<in_t, acc_t> || !std::is_same_v<out_t, acc_t>;
+    std::vector<acc_t> stage(kConverts ? std::max(widest, kAaLanesSpan) * L : 0);
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t r0 = b * rows_per_block, lines = std::min(rows_per_block, p.outer - r0) * cl;
-      const acc_t* s = src + r0 * p.src_len * cl;
-      acc_t* d = dst + r0 * p.dst_len * cl;
+      const int64_t r0 = b * rows_per_block, rows = std::min(rows_per_block, p.outer - r0);
+      const in_t* s = src + r0 * p.src_len * cl;
+      out_t* d = dst + r0 * p.dst_len * cl;
       for (const AaChunk& c : chunks) {
-        lines_to_lanes(p.isa, lanes_in.data(), s + c.lo * cl, p.src_len * cl, cl, lines, c.hi - c.lo);
-        w_pass_lanes_x4(lanes_out.data(), lanes_in.data(), axis.ptr.data(), axis.src.data(), axis.w.data(), c.d0, c.d1,
-                     c.lo);
-        lanes_to_lines(p.isa, d + c.d0 * cl, lanes_out.data(), p.dst_len * cl, cl, lines, c.d1 - c.d0);
+        block_to_lanes(p.isa, cvt, lanes_in.data(), s, p.src_len * cl, cl, rows, c.lo, c.hi, stage.data());
+        w_pass_lanes_x4(lanes_out.data(), lanes_in.data(), axis.ptr.data(), axis.src.data(), axis.w.data(), c.d0,
+                        c.d1, c.lo);
+        lanes_to_block(p.isa, cvt, d, lanes_out.data(), p.dst_len * cl, cl, rows, c.d0, c.d1, stage.data());
       }
     }
   });
@@ -260,24 +334,28 @@ void planes_step(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* in, ac
   constexpr int64_t L = kLanes<acc_t>;
   if (p.axis == 'W') {
     for (int64_t r = 0; r < rows; ++r)
-      w_pass_lanes_x4(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(), axis.w.data(),
-                   0, p.dst_len, 0);
+      w_pass_lanes_x4(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(),
+                      axis.w.data(), 0, p.dst_len, 0);
   } else {
-    for (int64_t d = 0; d < p.dst_len; ++d) aa_row(out + d * row * L, in, row * L, axis, d);
+    WidenedRows<acc_t>* const no_cache = nullptr;  // nothing to convert inside a block
+    for (int64_t d = 0; d < p.dst_len; ++d) aa_row(Isa::Portable, out + d * row * L, in, row * L, axis, 0, d, no_cache);
   }
 }
 
-template <typename acc_t>
-void run_planes(const AaPlan& plan, const AaTables<acc_t>& t, const acc_t* src, acc_t* dst, int64_t planes) {
+template <typename scalar_t, typename acc_t>
+void run_planes(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t* src, scalar_t* dst, int64_t planes) {
   constexpr int64_t L = kLanes<acc_t>;
   const int64_t sh = t.h.src_len, sw = t.w.src_len, dh = t.h.dst_len, dw = t.w.dst_len;
   const AaAxis<acc_t>& first_axis = plan.w_first ? t.w : t.h;
   const AaAxis<acc_t>& second_axis = plan.w_first ? t.h : t.w;
+  const bool convert = !std::is_same_v<scalar_t, acc_t>;
   at::parallel_for(0, plan.plane_blocks, plan.planes_grain, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> a(sh * sw * L), b(plan.mid_h * plan.mid_w * L), c(dh * dw * L);
+    std::vector<acc_t> stage(convert ? std::max(sh * sw, dh * dw) * L : 0);
     for (int64_t blk = begin; blk < end; ++blk) {
       const int64_t p0 = blk * L, lines = std::min(L, planes - p0);
-      lines_to_lanes(plan.planes_isa, a.data(), src + p0 * sh * sw, sh * sw, 1, lines, sh * sw);
+      block_to_lanes(plan.planes_isa, plan.convert_isa, a.data(), src + p0 * sh * sw, sh * sw, 1, lines, 0, sh * sw,
+                     stage.data());
       const acc_t* cur = a.data();
       if (plan.first.loop != AaLoop::Skip) {
         planes_step(plan.first, first_axis, cur, b.data(), sh, sw);
@@ -287,57 +365,55 @@ void run_planes(const AaPlan& plan, const AaTables<acc_t>& t, const acc_t* src, 
         planes_step(plan.second, second_axis, cur, c.data(), plan.mid_h, plan.mid_w);
         cur = c.data();
       }
-      lanes_to_lines(plan.planes_isa, dst + p0 * dh * dw, cur, dh * dw, 1, lines, dh * dw);
+      lanes_to_block(plan.planes_isa, plan.convert_isa, dst + p0 * dh * dw, cur, dh * dw, 1, lines, 0, dh * dw,
+                     stage.data());
     }
   });
 }
 
-template <typename acc_t>
-void run_pass(const AaPass& p, const AaAxis<acc_t>& axis, const at::Tensor& src, at::Tensor& dst) {
-  if (p.loop == AaLoop::Rows) run_rows(p, axis, src.const_data_ptr<acc_t>(), dst.mutable_data_ptr<acc_t>());
-  if (p.loop == AaLoop::Lanes) run_lanes(p, axis, src.const_data_ptr<acc_t>(), dst.mutable_data_ptr<acc_t>());
+template <typename in_t, typename out_t, typename acc_t>
+void run_pass(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
+  if (p.loop == AaLoop::Rows) run_rows(p, axis, cvt, src, dst);
+  if (p.loop == AaLoop::Lanes) run_lanes(p, axis, cvt, src, dst);
 }
 
-template <typename acc_t>
-at::Tensor aa_resample_acc(const at::Tensor& x, const AaMap& m, at::ScalarType out_type) {
+template <typename scalar_t>
+at::Tensor aa_resample_typed(const at::Tensor& x, const AaMap& m) {
+  using acc_t = at::opmath_type<scalar_t>;
   const AaTables<acc_t> t = aa_tables<acc_t>(m);
-  const AaPlan plan = aa_plan<acc_t>(x, t);
+  const AaPlan plan = aa_plan<scalar_t>(x, t);
   const at::MemoryFormat fmt = output_memory_format(x);
-  const auto acc_type = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t n = x.size(0), c = x.size(1);
-  const auto options = x.options().dtype(acc_type).memory_format(fmt);
-  if (n * c == 0) return at::empty({n, c, t.h.dst_len, t.w.dst_len}, options.dtype(out_type));
-  at::Tensor cur = x.to(acc_type).contiguous(fmt);
-  if (plan.first.loop == AaLoop::Skip && plan.second.loop == AaLoop::Skip) {
-    return at::empty({n, c, t.h.dst_len, t.w.dst_len}, options.dtype(out_type)).copy_(cur);
-  }
+  const auto options = x.options().memory_format(fmt);
+  at::Tensor out = at::empty({n, c, t.h.dst_len, t.w.dst_len}, options);
+  if (n * c == 0) return out;
+  const at::Tensor in = x.contiguous(fmt);
+  if (plan.first.loop == AaLoop::Skip && plan.second.loop == AaLoop::Skip) return out.copy_(in);
+  const scalar_t* src = in.const_data_ptr<scalar_t>();
+  scalar_t* dst = out.mutable_data_ptr<scalar_t>();
   if (plan.planes) {
-    at::Tensor out = at::empty({n, c, t.h.dst_len, t.w.dst_len}, options);
-    run_planes(plan, t, cur.const_data_ptr<acc_t>(), out.mutable_data_ptr<acc_t>(), n * c);
-    return out.scalar_type() == out_type ? out : out.to(out_type);
+    run_planes(plan, t, src, dst, n * c);
+    return out;
   }
   const AaAxis<acc_t>& first_axis = plan.w_first ? t.w : t.h;
   const AaAxis<acc_t>& second_axis = plan.w_first ? t.h : t.w;
-  if (plan.first.loop != AaLoop::Skip) {
-    at::Tensor mid = at::empty({n, c, plan.mid_h, plan.mid_w}, options);
-    run_pass(plan.first, first_axis, cur, mid);
-    cur = mid;
+  if (plan.first.loop == AaLoop::Skip || plan.second.loop == AaLoop::Skip) {
+    const bool first = plan.first.loop != AaLoop::Skip;
+    run_pass(first ? plan.first : plan.second, first ? first_axis : second_axis, plan.convert_isa, src, dst);
+    return out;
   }
-  if (plan.second.loop != AaLoop::Skip) {
-    at::Tensor out = at::empty({n, c, t.h.dst_len, t.w.dst_len}, options);
-    run_pass(plan.second, second_axis, cur, out);
-    cur = out;
-  }
-  return cur.scalar_type() == out_type ? cur : cur.to(out_type);  // float16/bfloat16: the one rounding
+  at::Tensor mid = at::empty({n, c, plan.mid_h, plan.mid_w}, options.dtype(c10::CppTypeToScalarType<acc_t>::value));
+  run_pass(plan.first, first_axis, plan.convert_isa, src, mid.mutable_data_ptr<acc_t>());
+  run_pass(plan.second, second_axis, plan.convert_isa, mid.const_data_ptr<acc_t>(), dst);
+  return out;
 }
 
 }  // namespace
 
 at::Tensor aa_resample(const at::Tensor& x, const AaMap& map) {
   at::Tensor result;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "rbg_aa_resample", [&] {
-    result = aa_resample_acc<at::opmath_type<scalar_t>>(x, map, x.scalar_type());
-  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "rbg_aa_resample",
+                                  [&] { result = aa_resample_typed<scalar_t>(x, map); });
   return result;
 }
 
@@ -345,7 +421,7 @@ std::string describe_aa_plan(const at::Tensor& x, const AaMap& map) {
   std::string line;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "rbg_aa_plan", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    const AaPlan plan = aa_plan<acc_t>(x, aa_tables<acc_t>(map));
+    const AaPlan plan = aa_plan<scalar_t>(x, aa_tables<acc_t>(map));
     line = std::string("aa ") + (map.transpose ? "adjoint" : "resize") +
            (plan.channels_last ? ", channels_last" : ", NCHW") + (plan.w_first ? ", W first: " : ", H first: ");
     if (plan.planes) {
@@ -353,6 +429,8 @@ std::string describe_aa_plan(const at::Tensor& x, const AaMap& map) {
               threads_note(plan.plane_blocks, plan.planes_grain) + ": ";
     }
     line += describe_pass(plan.first, plan.planes) + "; " + describe_pass(plan.second, plan.planes);
+    if (!std::is_same_v<scalar_t, acc_t>)
+      line += std::string("; convert widen+narrow [") + isa_name(plan.convert_isa) + "]";
   });
   return line;
 }
