@@ -54,3 +54,16 @@ def test_the_large_downscale_figures_are_the_results_files():
     summary = (f"forward: geometric mean {f_pt}x PyTorch (min {f_pt_min}x), {f_cv}x OpenCV (min {f_cv_min}x); "
                f"gradient: geometric mean {g_pt}x PyTorch (min {g_pt_min}x)")
     assert summary in _read(RESULTS, "bench_images_large.txt")
+
+
+def test_the_antialiased_figures_are_the_results_files():
+    readme = " ".join(_read(ROOT, "README.md").split())
+    m = re.search(r"Antialiased .*?forward ([\d.]+)x \(min ([\d.]+)x\), backward ([\d.]+)x \(min ([\d.]+)x\), forward "
+                  r"\+ backward ([\d.]+)x \(min ([\d.]+)x\) PyTorch eager in geometric mean, and the forward ([\d.]+)x "
+                  r"Pillow \(min ([\d.]+)x\)", readme)
+    assert m, "the README's antialiased sentence"
+    f, f_min, b, b_min, fb, fb_min, pil, pil_min = m.groups()
+    results = _read(RESULTS, "bench_antialias.txt")
+    assert (f"geometric mean speedup over PyTorch eager: forward {f}x (min {f_min}x), backward {b}x (min {b_min}x), "
+            f"forward + backward {fb}x (min {fb_min}x)") in results
+    assert f"forward vs Pillow (float32 F planes, one thread): {pil}x (min {pil_min}x)" in results
