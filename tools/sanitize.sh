@@ -16,13 +16,15 @@ PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")"  # absolute, but still th
 cd "$lib"  # python -c / -m put the working directory first on sys.path: the instrumented package wins
 "$PY" -c "import torch_resize_bicubic._C as c; assert '/build/sanitize/' in c.__file__, c.__file__; print('sanitized build:', c.__file__)"
 # The kernel tests: both directions, every path (fast, streaming, overflow guard, interleaved rows split into
-# planes, cached plans), each CPU kernel family on its own, the bad-input contract, the tiling, the emulator, its race
-# check and its launch rules; the override switched under load and small calls in a forked child.
+# planes, cached plans), the antialiased pair, each CPU kernel family on its own, the bad-input contract, the tiling,
+# the emulator, its race check and its launch rules; the override switched under load and small calls in a forked
+# child.
 # (torch.compile tests are left out: the switch's stress test traces with aot_eager, which compiles no code;
 # Inductor would build and load uninstrumented code under the preloaded runtimes.)
 "$PY" -m pytest -q -p no:cacheprovider "$root"/tests/test_grad_ops.py "$root"/tests/test_determinism.py \
   "$root"/tests/test_errors.py "$root"/tests/test_npu_tiling.py "$root"/tests/test_npu_emulator.py \
   "$root"/tests/test_npu_race_check.py "$root"/tests/test_npu_device_rules.py "$root"/tests/test_forward.py \
   "$root"/tests/test_hardening.py "$root"/tests/test_strides.py "$root"/tests/test_cpu_plan.py \
-  "$root"/tests/test_cpu_kernels.py "$root"/tests/test_concurrency.py -k "not compile" "$@"
+  "$root"/tests/test_cpu_kernels.py "$root"/tests/test_concurrency.py "$root"/tests/test_antialias.py \
+  -k "not compile" "$@"
 echo "sanitize: AddressSanitizer + UndefinedBehaviorSanitizer ran clean"
