@@ -75,22 +75,36 @@ void check_aten_float(const at::Tensor& t, const char* name) {
               "rbg: the aten override routes only 4-D float tensors here, got ", t.sizes(), " ", t.scalar_type());
 }
 
-at::Tensor upsample_bicubic2d_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
-                                       std::optional<double> scales_h, std::optional<double> scales_w) {
+// The sizes of the override's calls (the router passes only sizes our kernels take; checked again here): the forward's
+// output size, and the backward's input size.
+std::vector<int64_t> aten_output_size(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   check_aten_float(self, "self");
   const auto size = to_ints(output_size);
   TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
               "rbg: bad sizes for the aten override");
+  return size;
+}
+
+std::vector<int64_t> aten_input_size(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
+                                     c10::SymIntArrayRef input_size) {
+  check_aten_float(grad_output, "grad_output");
+  const auto in = to_ints(input_size), out = to_ints(output_size);
+  TORCH_CHECK(in.size() == 4 && out.size() == 2 &&
+                  grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
+              "rbg: bad sizes for the aten override");
+  return in;
+}
+
+at::Tensor upsample_bicubic2d_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
+                                       std::optional<double> scales_h, std::optional<double> scales_w) {
+  const auto size = aten_output_size(self, output_size);
   return cpu::resize_bicubic_v2(self, size[0], size[1], align_corners, aten_scale(scales_h), aten_scale(scales_w));
 }
 
 at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
                                                 c10::SymIntArrayRef input_size, bool align_corners,
                                                 std::optional<double> scales_h, std::optional<double> scales_w) {
-  check_aten_float(grad_output, "grad_output");
-  const auto in = to_ints(input_size), out = to_ints(output_size);
-  TORCH_CHECK(in.size() == 4 && out.size() == 2 && grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
-              "rbg: bad sizes for the aten override");
+  const auto in = aten_input_size(grad_output, output_size, input_size);
   // aten's backward always returns a contiguous tensor; so does the override.
   return cpu::resize_bicubic_v2_grad(grad_output, in[2], in[3], align_corners, aten_scale(scales_h),
                                      aten_scale(scales_w))
@@ -162,10 +176,7 @@ at::Tensor upsample_bicubic2d_aa_grad_cpu(const at::Tensor& grad_output, c10::Sy
 // only those our kernels take), the backward contiguous.
 at::Tensor upsample_bicubic2d_aa_aten_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,
                                           std::optional<double> scales_h, std::optional<double> scales_w) {
-  check_aten_float(self, "self");
-  const auto size = to_ints(output_size);
-  TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
-              "rbg: bad sizes for the aten override");
+  const auto size = aten_output_size(self, output_size);
   return cpu::aa_resample(self, {self.size(2), self.size(3), size[0], size[1], align_corners, aten_scale(scales_h),
                                  aten_scale(scales_w), /*transpose=*/false, /*skip_equal=*/true});
 }
@@ -173,12 +184,10 @@ at::Tensor upsample_bicubic2d_aa_aten_cpu(const at::Tensor& self, c10::SymIntArr
 at::Tensor upsample_bicubic2d_aa_backward_aten_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef output_size,
                                                    c10::SymIntArrayRef input_size, bool align_corners,
                                                    std::optional<double> scales_h, std::optional<double> scales_w) {
-  check_aten_float(grad_output, "grad_output");
-  const auto in = to_ints(input_size), out = to_ints(output_size);
-  TORCH_CHECK(in.size() == 4 && out.size() == 2 && grad_output.sizes() == at::IntArrayRef({in[0], in[1], out[0], out[1]}),
-              "rbg: bad sizes for the aten override");
-  return cpu::aa_resample(grad_output, {in[2], in[3], out[0], out[1], align_corners, aten_scale(scales_h),
-                                        aten_scale(scales_w), /*transpose=*/true, /*skip_equal=*/false})
+  const auto in = aten_input_size(grad_output, output_size, input_size);
+  return cpu::aa_resample(grad_output, {in[2], in[3], grad_output.size(2), grad_output.size(3), align_corners,
+                                        aten_scale(scales_h), aten_scale(scales_w), /*transpose=*/true,
+                                        /*skip_equal=*/false})
       .contiguous();
 }
 

@@ -89,6 +89,29 @@ def aten_aa_backward(g, in_hw, align_corners, scales=(None, None), dtype=None):
                                                           scales[1])
 
 
+def _assert_nonfinite_like(actual, expected):
+    assert torch.equal(torch.isnan(actual), torch.isnan(expected))
+    inf = torch.isinf(expected)
+    assert torch.equal(torch.isinf(actual), inf) and torch.equal(actual[inf], expected[inf])
+
+
+def _assert_near_formula(actual, values, mats, low, equation, what):
+    """actual against the float64 formula (the matrices `mats`) applied to `values`, non-finite ones zeroed: summation
+    order plus, in float32, the rounding of the weights (`low`, the float32 formula's matrices). Elements that are not
+    finite on either side are the NaN/inf checks' business."""
+    mh, mw = mats
+    va = torch.where(torch.isfinite(values), values, torch.zeros_like(values)).double()
+    ref64 = torch.einsum(equation, mh, va, mw)
+    magnitude = torch.einsum(equation, mh.abs(), va.abs(), mw.abs())
+    eps = torch.finfo(values.dtype).eps
+    bound = (_terms_bound(mh, mw, eps, magnitude) + _weights_bound(values.dtype, mats, low, va.abs(), equation)
+             + torch.finfo(values.dtype).tiny)
+    diff = (actual.double() - ref64).abs()
+    bad = (diff > bound) & torch.isfinite(actual) & torch.isfinite(ref64)
+    assert not bad.any(), (f"{int(bad.sum())} AA {what} elements beyond the bound: worst {diff[bad].max().item()} "
+                           f"vs {bound[bad][diff[bad].argmax()].item()}")
+
+
 def assert_aa_forward_close(actual, x, size, align_corners, scales=(None, None)):
     """float32/float64 against the float64 formula (formula_matrix): summation order, plus, in float32, the rounding
     of the weights (the float32 formula's own); NaN and inf where aten's are. float16/bfloat16: the float32
@@ -102,25 +125,11 @@ def assert_aa_forward_close(actual, x, size, align_corners, scales=(None, None))
         once = torch.ops.cann.upsample_bicubic2d_aa(x.float(), list(size), align_corners, *scales).to(x.dtype)
         assert same_values(actual, once)
         return
-    finite_x = torch.isfinite(x)
-    if not finite_x.all():
-        expected = aten_aa(x, size, align_corners, scales)
-        assert torch.equal(torch.isnan(actual), torch.isnan(expected))
-        inf = torch.isinf(expected)
-        assert torch.equal(torch.isinf(actual), inf) and torch.equal(actual[inf], expected[inf])
-    mh, mw = forward_matrices(x.shape[2:], size, align_corners, scales)
+    if not torch.isfinite(x).all():
+        _assert_nonfinite_like(actual, aten_aa(x, size, align_corners, scales))
+    mats = forward_matrices(x.shape[2:], size, align_corners, scales)
     low = forward_matrices(x.shape[2:], size, align_corners, scales, np.float32) if x.dtype == torch.float32 else None
-    xa = torch.where(finite_x, x, torch.zeros_like(x)).double()
-    eq = "oi,ncij,pj->ncop"
-    ref64 = torch.einsum(eq, mh, xa, mw)
-    magnitude = torch.einsum(eq, mh.abs(), xa.abs(), mw.abs())
-    eps = torch.finfo(x.dtype).eps
-    bound = (_terms_bound(mh, mw, eps, magnitude) + _weights_bound(x.dtype, (mh, mw), low, xa.abs(), eq)
-             + torch.finfo(x.dtype).tiny)
-    diff = (actual.double() - ref64).abs()
-    bad = (diff > bound) & torch.isfinite(actual) & torch.isfinite(ref64)
-    assert not bad.any(), (f"{int(bad.sum())} AA forward elements beyond the bound: worst {diff[bad].max().item()} "
-                           f"vs {bound[bad][diff[bad].argmax()].item()}")
+    _assert_near_formula(actual, x, mats, low, "oi,ncij,pj->ncop", "forward")
 
 
 def assert_aa_backward_close(actual, g, in_hw, align_corners, scales=(None, None)):
@@ -134,22 +143,8 @@ def assert_aa_backward_close(actual, g, in_hw, align_corners, scales=(None, None
                                                              *scales).to(g.dtype)
         assert same_values(actual, once)
         return
-    expected = aten_aa_backward(g, in_hw, align_corners, scales)
-    assert torch.equal(torch.isnan(actual), torch.isnan(expected))
-    inf = torch.isinf(expected)
-    assert torch.equal(torch.isinf(actual), inf) and torch.equal(actual[inf], expected[inf])
-    mh, mw = (formula_matrix(o, i, align_corners, s) for o, i, s in zip((oh, ow), in_hw, scales))
-    low = None
-    if g.dtype == torch.float32:
-        low = tuple(formula_matrix(o, i, align_corners, s, np.float32) for o, i, s in zip((oh, ow), in_hw, scales))
-    ga = torch.where(torch.isfinite(g), g, torch.zeros_like(g)).double()
-    eq = "oi,ncop,pj->ncij"
-    ref64 = torch.einsum(eq, mh, ga, mw)
-    magnitude = torch.einsum(eq, mh.abs(), ga.abs(), mw.abs())
-    eps = torch.finfo(g.dtype).eps
-    bound = (_terms_bound(mh, mw, eps, magnitude) + _weights_bound(g.dtype, (mh, mw), low, ga.abs(), eq)
-             + torch.finfo(g.dtype).tiny)
-    diff = (actual.double() - ref64).abs()
-    bad = (diff > bound) & torch.isfinite(expected)
-    assert not bad.any(), (f"{int(bad.sum())} AA backward elements beyond the bound: worst "
-                           f"{diff[bad].max().item()} vs {bound[bad][diff[bad].argmax()].item()}")
+    _assert_nonfinite_like(actual, aten_aa_backward(g, in_hw, align_corners, scales))
+    axes = list(zip((oh, ow), in_hw, scales))
+    mats = [formula_matrix(o, i, align_corners, s) for o, i, s in axes]
+    low = [formula_matrix(o, i, align_corners, s, np.float32) for o, i, s in axes] if g.dtype == torch.float32 else None
+    _assert_near_formula(actual, g, mats, low, "oi,ncop,pj->ncij", "backward")
