@@ -6,12 +6,12 @@
 //  - lanes: inner is short (NCHW's W pass: 1; channels_last images: C): a block of lines moves into kLanes lanes,
 //    the pass runs on whole vectors (w_pass_lanes_x4: four destinations in flight), and the block moves back (the
 //    plain engine's moves);
-//  - planes: small NCHW planes (position embeddings, feature maps of a few thousand positions): kLanes whole planes
+//  - planes: small NCHW planes (position embeddings, feature maps up to 128 x 128): kLanes whole planes
 //    move into lanes at once, both passes run there (w_pass_lanes_x4, then rows of W * kLanes), and the block moves
 //    back: one move each way instead of a short loop per row.
-// Every destination element sums its table entries in table order starting from zero, in both loops, so the result
-// does not depend on the loop, the ISA, the task split or the thread count. float16/bfloat16 run in float32 and
-// round once at the end.
+// Every destination element sums its table entries in table order starting from zero, in every loop, so the result
+// does not depend on the loop, the ISA, the task split or the thread count. float16/bfloat16 are widened to float32
+// as they are read and narrowed as they are written: float32 sums, one rounding.
 #include "aa_resampler.h"
 
 #include <ATen/Dispatch.h>
@@ -40,13 +40,13 @@ constexpr int64_t kAaLanesSpan = 256;
 // A rows pass sums this many elements of a destination row at a time (8 KiB of float): the piece of the row stays in
 // L1 beside the four source rows it is summed from.
 constexpr int64_t kAaRowChunk = 2048;
-// Single-thread cost per table entry and element (ns), for the thread grain: measured order of magnitude.
+// Single-thread cost per table entry and element (ns), for the thread grain (threads.h): an order of magnitude.
 constexpr double kAaNsPerTerm = 0.15;
 // The planes loop takes NCHW planes of at most this many positions (before, between and after the passes): three
 // blocks of kLanes planes, at most 1 MiB each in float.
 constexpr int64_t kAaPlanePositions = 16384;
 
-enum class AaLoop { Skip, Rows, Lanes, Planes };
+enum class AaLoop { Skip, Rows, Lanes };
 
 // One pass: its axis, its loop, and the data it maps ([outer][src_len][inner] -> [outer][dst_len][inner]).
 struct AaPass {
@@ -123,7 +123,8 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
                 dw = t.w.dst_len;
   const double eh = t.h.identity ? 0.0 : static_cast<double>(t.h.terms());
   const double ew = t.w.identity ? 0.0 : static_cast<double>(t.w.terms());
-  plan.w_first = sh * ew + dw * eh <= sw * eh + dh * ew;
+  const double w_first_terms = sh * ew + dw * eh, h_first_terms = sw * eh + dh * ew;  // per plane
+  plan.w_first = w_first_terms <= h_first_terms;
   if (plan.w_first) {
     plan.mid_h = sh, plan.mid_w = dw;
     plan.first = aa_pass<acc_t>('W', t.w, n, c, sh, sw, plan.channels_last);
@@ -139,8 +140,7 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
     plan.planes_isa = lanes_isa<acc_t>(cpu_isa(), 1);
     plan.plane_blocks = (n * c + kLanes<acc_t> - 1) / kLanes<acc_t>;
     plan.planes_grain = grain_for(kAaNsPerTerm * static_cast<double>(kLanes<acc_t>) *
-                                  (static_cast<double>(sh) * ew + static_cast<double>(plan.mid_w) * eh +
-                                   static_cast<double>(sh * sw + dh * dw)));
+                                  (std::min(w_first_terms, h_first_terms) + static_cast<double>(sh * sw + dh * dw)));
     for (AaPass* p : {&plan.first, &plan.second})
       if (p->loop != AaLoop::Skip) p->loop = p->axis == 'W' ? AaLoop::Lanes : AaLoop::Rows;
   }
