@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "aten_override.h"
+#include "common/bicubic_aa_math.h"
 #include "torch_checks.h"
 
 namespace rbg {
@@ -30,8 +31,12 @@ std::atomic<bool> routing_on{false};
 enum Routed { kForward, kForwardOut, kBackward, kBackwardOut, kAaForward, kAaForwardOut, kAaBackward, kAaBackwardOut,
               kRouted };
 constexpr bool is_aa(Routed w) { return w >= kAaForward; }
-constexpr bool is_forward(Routed w) { return w == kForward || w == kForwardOut || w == kAaForward || w == kAaForwardOut; }
-constexpr bool is_out(Routed w) { return w == kForwardOut || w == kBackwardOut || w == kAaForwardOut || w == kAaBackwardOut; }
+constexpr bool is_forward(Routed w) {
+  return w == kForward || w == kForwardOut || w == kAaForward || w == kAaForwardOut;
+}
+constexpr bool is_out(Routed w) {
+  return w == kForwardOut || w == kBackwardOut || w == kAaForwardOut || w == kAaBackwardOut;
+}
 std::unique_ptr<c10::SafeKernelFunction> originals[kRouted];
 
 void call_original(Routed which, const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
@@ -87,48 +92,35 @@ std::optional<double> optional_double(const c10::IValue& v) {
 // hold: aten reads a scale only when it is > 0; a positive one so small that its inverse overflows stays aten's.
 bool aa_covered(const at::Tensor& t, const c10::IValue& scale_h, const c10::IValue& scale_w) {
   if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) return false;
-  for (const c10::IValue* v : {&scale_h, &scale_w}) {
-    const std::optional<double> s = optional_double(*v);
-    if (!s || !(*s > 0.0)) continue;
-    const double inverse = 1.0 / *s;
-    if (!(t.scalar_type() == at::kDouble ? std::isfinite(inverse) : std::isfinite(static_cast<float>(inverse))))
-      return false;
-  }
+  for (const c10::IValue* v : {&scale_h, &scale_w})
+    if (!aa_scale_fits(optional_double(*v).value_or(0.0), t.scalar_type() == at::kDouble)) return false;
   return true;
 }
 
 // Our ops through the dispatcher, so that profiles name them as the Python layer's calls do.
-using ForwardOp = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
-                                                      std::optional<double>, std::optional<double>)>;
-using BackwardOp = c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef,
-                                                       bool, std::optional<double>, std::optional<double>)>;
+using ForwardSig = at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool, std::optional<double>,
+                              std::optional<double>);
+using BackwardSig = at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, bool,
+                               std::optional<double>, std::optional<double>);
+
+template <typename Sig>
+c10::TypedOperatorHandle<Sig> cann_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
 
 at::Tensor ours_forward(const c10::IValue* a, bool aa) {
-  static const ForwardOp plain = c10::Dispatcher::singleton()
-                                     .findSchemaOrThrow("cann::_upsample_bicubic2d_aten", "")
-                                     .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
-                                                       std::optional<double>, std::optional<double>)>();
-  static const ForwardOp antialiased = c10::Dispatcher::singleton()
-                                           .findSchemaOrThrow("cann::_upsample_bicubic2d_aa_aten", "")
-                                           .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, bool,
-                                                             std::optional<double>, std::optional<double>)>();
-  const ForwardOp& op = aa ? antialiased : plain;
+  static const auto plain = cann_op<ForwardSig>("cann::_upsample_bicubic2d_aten");
+  static const auto antialiased = cann_op<ForwardSig>("cann::_upsample_bicubic2d_aa_aten");
+  const auto& op = aa ? antialiased : plain;
   const std::vector<int64_t> size = ints(a[1]);
   return op.call(a[0].toTensor(), c10::fromIntArrayRefSlow(size), a[2].toBool(), optional_double(a[3]),
                  optional_double(a[4]));
 }
 
 at::Tensor ours_backward(const c10::IValue* a, bool aa) {
-  static const BackwardOp plain = c10::Dispatcher::singleton()
-                                      .findSchemaOrThrow("cann::_upsample_bicubic2d_backward_aten", "")
-                                      .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef,
-                                                        bool, std::optional<double>, std::optional<double>)>();
-  static const BackwardOp antialiased =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("cann::_upsample_bicubic2d_aa_backward_aten", "")
-          .typed<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, bool, std::optional<double>,
-                            std::optional<double>)>();
-  const BackwardOp& op = aa ? antialiased : plain;
+  static const auto plain = cann_op<BackwardSig>("cann::_upsample_bicubic2d_backward_aten");
+  static const auto antialiased = cann_op<BackwardSig>("cann::_upsample_bicubic2d_aa_backward_aten");
+  const auto& op = aa ? antialiased : plain;
   const std::vector<int64_t> output_size = ints(a[1]), input_size = ints(a[2]);
   return op.call(a[0].toTensor(), c10::fromIntArrayRefSlow(output_size), c10::fromIntArrayRefSlow(input_size),
                  a[3].toBool(), optional_double(a[4]), optional_double(a[5]));

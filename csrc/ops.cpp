@@ -19,6 +19,7 @@
 
 #include <cmath>
 
+#include "common/bicubic_aa_math.h"
 #include "cpu/aa_resampler.h"
 #include "cpu/bicubic_resampler.h"
 #include "resize_bicubic_v2_forward.h"
@@ -116,11 +117,10 @@ at::Tensor upsample_bicubic2d_backward_aten_cpu(const at::Tensor& grad_output, c
 // An AA window needs a finite scale in the accumulation type: a scale factor whose inverse overflows it (below
 // ~3e-39 for float) has none.
 void check_aa_scale(const char* name, double user_scale, bool align_corners, at::ScalarType t) {
-  if (align_corners || !(user_scale > 0.0)) return;  // not read
-  const double inverse = 1.0 / user_scale;
-  const bool finite = t == at::kDouble ? std::isfinite(inverse) : std::isfinite(static_cast<float>(inverse));
-  TORCH_CHECK_VALUE(finite, name, " = ", user_scale, " is too small: its inverse overflows the ",
-                    t == at::kDouble ? "float64" : "float32", " accumulation");
+  if (align_corners) return;  // not read
+  TORCH_CHECK_VALUE(aa_scale_fits(user_scale, t == at::kDouble), name, " = ", user_scale,
+                    " is too small: its inverse overflows the ", t == at::kDouble ? "float64" : "float32",
+                    " accumulation");
 }
 
 at::Tensor aa_forward_map(const at::Tensor& self, c10::SymIntArrayRef output_size, bool align_corners,

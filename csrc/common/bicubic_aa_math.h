@@ -23,6 +23,14 @@ inline T aa_cubic_filter(T x) {
   return static_cast<T>(0);
 }
 
+// Whether the caller's scale factor gives a window in the accumulation type: not given (<= 0, NaN), or one whose
+// inverse, the source-to-destination scale, is finite there (below ~3e-39 it overflows float; aten is undefined).
+inline bool aa_scale_fits(double user_scale, bool double_acc) {
+  if (!(user_scale > 0.0)) return true;
+  const double inverse = 1.0 / user_scale;
+  return double_acc ? std::isfinite(inverse) : std::isfinite(static_cast<float>(inverse));
+}
+
 // Half-width of an output's window in source positions: 2, stretched by the scale when downscaling.
 template <typename T>
 inline T aa_support(T scale) {

@@ -37,7 +37,7 @@ struct AaAxis {
 template <typename acc_t, typename Fn>
 void for_each_aa_window(int64_t in, int64_t out, bool align_corners, double user_scale, Fn&& fn) {
   const acc_t scale = area_pixel_scale<acc_t>(in, out, align_corners, user_scale);
-  TORCH_CHECK(std::isfinite(static_cast<double>(scale)), "rbg: antialiased scale out of range");
+  TORCH_CHECK(std::isfinite(static_cast<double>(scale)), "rbg: antialiased scale out of range");  // aa_scale_fits
   const acc_t support = aa_support<acc_t>(scale);
   const double taps_bound = std::ceil(static_cast<double>(support)) * 2 + 1;
   // No window holds more than `in` sources; the buffer needs no more whatever aten's bound says.
@@ -63,6 +63,47 @@ AaAxis<acc_t> aa_identity_axis(int64_t len) {
   return axis;
 }
 
+// The table of one axis of the AA resize in -> out: each output's window, in order.
+template <typename acc_t>
+AaAxis<acc_t> aa_resize_axis(int64_t in, int64_t out, bool align_corners, double user_scale) {
+  AaAxis<acc_t> axis;
+  axis.src_len = in;
+  axis.dst_len = out;
+  axis.ptr.push_back(0);
+  for_each_aa_window<acc_t>(in, out, align_corners, user_scale,
+                            [&](int64_t, int64_t first, int64_t count, const acc_t* w) {
+                              for (int64_t k = 0; k < count; ++k) {
+                                axis.src.push_back(first + k);
+                                axis.w.push_back(w[k]);
+                              }
+                              axis.ptr.push_back(axis.terms());
+                            });
+  return axis;
+}
+
+// The transposed table: each source of `t` collects the destinations that read it, in ascending order, with the
+// weight each gives it (a gather for the adjoint: no atomics, one order).
+template <typename acc_t>
+AaAxis<acc_t> transposed(const AaAxis<acc_t>& t) {
+  AaAxis<acc_t> axis;
+  axis.src_len = t.dst_len;
+  axis.dst_len = t.src_len;
+  axis.ptr.assign(t.src_len + 1, 0);
+  for (const int64_t i : t.src) ++axis.ptr[i + 1];
+  for (int64_t i = 0; i < t.src_len; ++i) axis.ptr[i + 1] += axis.ptr[i];
+  axis.src.resize(t.terms());
+  axis.w.resize(t.terms());
+  std::vector<int64_t> fill(axis.ptr.begin(), axis.ptr.end() - 1);
+  for (int64_t o = 0; o < t.dst_len; ++o) {
+    for (int64_t e = t.ptr[o]; e < t.ptr[o + 1]; ++e) {
+      const int64_t slot = fill[t.src[e]]++;
+      axis.src[slot] = o;
+      axis.w[slot] = t.w[e];
+    }
+  }
+  return axis;
+}
+
 // The table of one axis of the AA resize in -> out (transpose: of its adjoint, out -> in). skip_equal: an axis with
 // in == out is the identity (aten's forward); otherwise its windows are computed as for any other length (aten's
 // backward, which has no such rule).
@@ -70,40 +111,8 @@ template <typename acc_t>
 AaAxis<acc_t> aa_axis(int64_t in, int64_t out, bool align_corners, double user_scale, bool transpose,
                       bool skip_equal) {
   if (skip_equal && in == out) return aa_identity_axis<acc_t>(in);
-  AaAxis<acc_t> axis;
-  axis.src_len = transpose ? out : in;
-  axis.dst_len = transpose ? in : out;
-  if (!transpose) {
-    axis.ptr.push_back(0);
-    for_each_aa_window<acc_t>(in, out, align_corners, user_scale,
-                              [&](int64_t, int64_t first, int64_t count, const acc_t* w) {
-                                for (int64_t k = 0; k < count; ++k) {
-                                  axis.src.push_back(first + k);
-                                  axis.w.push_back(w[k]);
-                                }
-                                axis.ptr.push_back(axis.terms());
-                              });
-    return axis;
-  }
-  // The transpose: count each source's entries, then fill them in ascending o.
-  std::vector<int64_t> fill(in + 1, 0);
-  for_each_aa_window<acc_t>(in, out, align_corners, user_scale,
-                            [&](int64_t, int64_t first, int64_t count, const acc_t*) {
-                              for (int64_t k = 0; k < count; ++k) ++fill[first + k + 1];
-                            });
-  for (int64_t i = 0; i < in; ++i) fill[i + 1] += fill[i];
-  axis.ptr = fill;
-  axis.src.resize(fill[in]);
-  axis.w.resize(fill[in]);
-  for_each_aa_window<acc_t>(in, out, align_corners, user_scale,
-                            [&](int64_t o, int64_t first, int64_t count, const acc_t* w) {
-                              for (int64_t k = 0; k < count; ++k) {
-                                const int64_t e = fill[first + k]++;
-                                axis.src[e] = o;
-                                axis.w[e] = w[k];
-                              }
-                            });
-  return axis;
+  AaAxis<acc_t> axis = aa_resize_axis<acc_t>(in, out, align_corners, user_scale);
+  return transpose ? transposed(axis) : axis;
 }
 
 // The source positions [lo, hi) that destinations [d0, d1) of the axis read (an empty range if they read none).
