@@ -7,6 +7,8 @@
 #  - the OpDef is in the opbuild library only, never in the tiling or proto library.
 #  - the aclnn library (libcust_opapi.so), built from what opbuild generated (check_opbuild.sh, build/opbuild/gen),
 #    exports exactly the two aclnn functions; Nnopbase* stay undefined (libnnopbase comes with a toolkit).
+#  - the toolkit path configures (against a stand-in toolkit tree): the kernel binaries come from CANN's custom-op
+#    build on the generated kernel configuration, installed as the runtime loads them.
 # CANN's libraries are not linked (none here): their symbols stay undefined. Run by ascend_check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,24 @@ if [ ${#opapi_args[@]} -gt 0 ]; then
   check "libcust_opapi.so: old C++ ABI (no __cxx11 symbol)" "! grep -q __cxx11 '$out/opapi.all.txt'"
 else
   echo "  skipped: libcust_opapi.so (no opbuild output in $gen: tools/check_opbuild.sh makes it)"
+fi
+# The toolkit path, configured against a stand-in toolkit tree (the tools it looks up, empty): its kernels are built
+# by CANN's custom-op build from the configuration kernel_build_config.py generates (which check_opbuild.sh checks),
+# and installed where the runtime loads them.
+fake=$out.fake-toolkit
+rm -rf "$fake"
+mkdir -p "$fake/tk/tools/opbuild" "$fake/tk/cmake/asc/fwk_modules/util"
+touch "$fake/tk/tools/opbuild/op_build" "$fake/tk/cmake/asc/fwk_modules/util/"{parse_ini_to_json,ascendc_compile_kernel}.py
+chmod +x "$fake/tk/tools/opbuild/op_build"
+if cmake -S csrc/npu/op_package -B "$fake/build" -G Ninja -DASCEND_HOME_PATH="$PWD/$fake/tk" \
+    -DCMAKE_CXX_COMPILER="${CXX:-g++}" > "$fake.log" 2>&1; then
+  ninja -C "$fake/build" -t commands rbg_kernels > "$fake/commands.txt"
+  check "toolkit path: kernel binaries by CANN's ascendc_compile_kernel.py from kernel_build_config.py's output" \
+    "grep -q 'kernel_build_config.py --ops-info' '$fake/commands.txt' && grep -q 'ascendc_compile_kernel.py --op-type=ResizeBicubicV2Grad' '$fake/commands.txt' && grep -q 'ascendc_ops_config.py' '$fake/commands.txt'"
+  check "toolkit path: installs kernel/ascend950/ and kernel/config/ascend950/" \
+    "grep -q 'op_impl/ai_core/tbe/kernel/ascend950' '$fake/build/cmake_install.cmake' && grep -q 'op_impl/ai_core/tbe/kernel/config' '$fake/build/cmake_install.cmake'"
+else
+  check "toolkit path: configures against a stand-in toolkit tree ($fake.log)" false
 fi
 [ "$fail" = 0 ] || { echo "op-package check: FAILED"; exit 1; }
 echo "op-package check: host libraries built with $(${CXX:-g++} -dumpversion | sed 's/^/g++ /') against $ASCEND_SDK (CANN libraries not linked)"

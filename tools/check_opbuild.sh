@@ -4,6 +4,8 @@
 # and checks what it generated:
 #  - the ops-info (ini and JSON), the aclnn API header and the op proto against the op's contract
 #    (tests/opbuild/check_generated.py, written from the design, not from opbuild's output);
+#  - the kernel build's configuration generated from that ops-info (csrc/npu/op_package/kernel_build_config.py)
+#    against ops-cv's layout for this op and our kernel's tiling keys (tests/opbuild/check_kernel_config.py);
 #  - the generated aclnn_*.cpp compiles with -Wall -Wextra -Werror and defines exactly the two aclnn functions;
 #  - the seed's aclnn example for our op (examples/aclnn/) compiles against the generated header, the public aclnn
 #    header (opbase) and the acl runtime headers of the torch-npu wheel.
@@ -33,6 +35,19 @@ if ! make -s -j2 -f "$ASCEND_SDK/opbuild/Makefile" S="$src" O="$O" \
 fi
 echo "opbuild: generated from csrc/op_host/cann/resize_bicubic_v2_grad_def.cpp into $O/gen:"
 python3 tests/opbuild/check_generated.py "$O/gen"
+# The kernel build's configuration, generated from this ops-info as the package build does (csrc/npu/op_package).
+python3 csrc/npu/op_package/kernel_build_config.py --ops-info "$O/gen/aic-ascend950-ops-info.ini" \
+  --tiling-header csrc/common/resize_bicubic_v2_grad_tiling_data.h --kernel-include csrc --out "$O/kernel_config" \
+  --autogen "$O/gen" > /dev/null
+# CANN's own custom-op build scripts check it too where asc-devkit is at hand: CANN_ASC_DEVKIT, else the git cache
+# tools/fetch_cann_sources.sh keeps (its scripts at the pinned commit).
+devkit_cache=.cann-sources/.git-cache/asc-devkit.git
+if [ -z "${CANN_ASC_DEVKIT:-}" ] && [ -d "$devkit_cache" ]; then
+  rm -rf "$O/asc-devkit" && mkdir -p "$O/asc-devkit"
+  git --git-dir="$devkit_cache" archive "$(awk '$1 == "asc-devkit" {print $3}' tools/cann_sources/repos.txt)" \
+    cmake/asc/fwk_modules/util | tar -x -C "$O/asc-devkit" && export CANN_ASC_DEVKIT=$PWD/$O/asc-devkit
+fi
+python3 tests/opbuild/check_kernel_config.py "$O/kernel_config" "$O/gen" "$O/gen/aic-ascend950-ops-info.ini" "$PWD/csrc"
 # The generated source: exactly the two aclnn functions defined (Nnopbase* come from libnnopbase on a toolkit).
 nm -C --defined-only "$O"/aclnn_obj/*.o | awk '$2 == "T" {print $3}' | sort > "$O/aclnn_defined.txt"
 printf '%s\n' aclnnResizeBicubicV2Grad aclnnResizeBicubicV2GradGetWorkspaceSize > "$O/aclnn_expected.txt"

@@ -86,4 +86,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.4.0"
+__version__ = "0.4.1"
