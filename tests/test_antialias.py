@@ -303,7 +303,8 @@ h = hashlib.sha256()
 for shape, size, cl in [((2, 3, 120, 90), (17, 40), False), ((2, 3, 120, 90), (17, 40), True),
                         ((1, 20, 31, 33), (64, 70), True), ((1, 4, 300, 64), (9, 64), False),
                         ((1, 3, 50, 41), (50, 5), True), ((2, 12, 24, 24), (16, 16), False),
-                        ((1, 40, 14, 14), (37, 37), False)]:
+                        ((1, 40, 14, 14), (37, 37), False), ((1, 24, 40, 30), (13, 11), True),
+                        ((2, 16, 33, 9), (5, 40), True), ((1, 24, 30, 40), (11, 13), True)]:
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         x = torch.randn(shape, generator=gen).to(dtype)
         if cl:
@@ -316,10 +317,12 @@ print(h.hexdigest())
 """
 
 
-def test_bitwise_identical_across_threads_and_isas():
+def test_bitwise_identical_across_threads_isas_and_loops():
+    # The channels_last cases with 16 or more channels run fused (test_plan_names_its_loops); RBG_AA_UNFUSED=1 runs
+    # them in two passes with a tensor between: the same bits.
     runs = {}
     for name, env, threads in [("default-2", {}, 2), ("default-1", {}, 1), ("portable", {"RBG_CPU_PORTABLE": "1"}, 2),
-                               ("no_avx512", {"RBG_CPU_NO_AVX512": "1"}, 2)]:
+                               ("no_avx512", {"RBG_CPU_NO_AVX512": "1"}, 2), ("unfused", {"RBG_AA_UNFUSED": "1"}, 2)]:
         out = subprocess.run([sys.executable, "-c", DETERMINISM.format(threads=threads)],
                              env=dict(os.environ, **env), capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
@@ -333,8 +336,17 @@ def test_plan_names_its_loops():
     assert "W first" in nchw and "W lanes w_pass_lanes" in nchw and "H rows axpy" in nchw
     nhwc = plan(torch.empty(1, 3, 1080, 1920).contiguous(memory_format=torch.channels_last), 224, 224)
     assert "channels_last" in nhwc and "cl 3" in nhwc
-    wide = plan(torch.empty(1, 64, 112, 112).contiguous(memory_format=torch.channels_last), 56, 56)
-    assert "W rows axpy" in wide and "H rows axpy" in wide
+    cl = torch.channels_last
+    wide = plan(torch.empty(1, 64, 112, 112).contiguous(memory_format=cl), 56, 56)
+    assert "W rows axpy" in wide and "H rows axpy" in wide and "fused rows (W rows of a window in a ring of 8" in wide
+    assert "fused rows (H row, then W)" in plan(torch.empty(2, 16, 33, 9).contiguous(memory_format=cl), 5, 40)
+    assert "ring of 11" in plan(torch.empty(1, 24, 30, 40).contiguous(memory_format=cl), 11, 13)
+    # Not fused: H grows with W first (each thread would make its first window's rows again), a window too wide for
+    # the ring (4 MiB), and few channels (the lanes loop).
+    assert "fused" not in plan(torch.empty(1, 64, 14, 14).contiguous(memory_format=cl), 37, 37)
+    too_wide = plan(torch.empty(1, 64, 32, 16384).contiguous(memory_format=cl), 8, 2048)  # 16 rows of 512 KiB
+    assert "W first" in too_wide and "fused" not in too_wide
+    assert "fused" not in plan(torch.empty(1, 3, 1080, 1920).contiguous(memory_format=cl), 224, 224)
     assert "H identity (skipped)" in plan(torch.empty(1, 3, 50, 60), 50, 20)
     assert "identity" not in plan(torch.empty(1, 3, 50, 60), 50, 20, skip_equal=False)
     assert "adjoint" in plan(torch.empty(1, 3, 10, 10), 40, 40, transpose=True)

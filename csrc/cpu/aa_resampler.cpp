@@ -8,7 +8,9 @@
 //    plain engine's moves);
 //  - planes: small NCHW planes (position embeddings, feature maps up to 128 x 128): kLanes whole planes
 //    move into lanes at once, both passes run there (w_pass_lanes_x4, then rows of W * kLanes), and the block moves
-//    back: one move each way instead of a short loop per row.
+//    back: one move each way instead of a short loop per row;
+//  - fused: channels_last with both passes in rows: each output row made whole, the rows between the passes in a
+//    per-thread buffer instead of a tensor (read and written once less, and in cache).
 // Every destination element sums its table entries in table order starting from zero, in every loop, so the result
 // does not depend on the loop, the ISA, the task split or the thread count. float16/bfloat16 are widened to float32
 // as they are read and narrowed as they are written: float32 sums, one rounding.
@@ -21,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -46,6 +49,10 @@ constexpr double kAaNsPerTerm = 0.15;
 // blocks of kLanes planes, at most 1 MiB each in float.
 constexpr int64_t kAaPlanePositions = 16384;
 
+// The fused loop keeps, per thread, the rows between the passes that one output row's window reads: at most this
+// many bytes of them (a larger window, from an extreme factor, runs the two passes).
+constexpr int64_t kAaFusedRingBytes = 4 << 20;
+
 enum class AaLoop { Skip, Rows, Lanes };
 
 // One pass: its axis, its loop, and the data it maps ([outer][src_len][inner] -> [outer][dst_len][inner]).
@@ -64,6 +71,9 @@ struct AaPlan {
   Isa planes_isa = Isa::Portable;
   Isa convert_isa = Isa::Portable;  // float16/bfloat16 <-> float (dispatch.h widen, narrow)
   int64_t plane_blocks = 0, planes_grain = 1;
+  // Both passes in rows over channels_last: fused per output row, no tensor between them (run_fused_rows).
+  bool fused = false;
+  int64_t fused_tasks = 0, fused_grain = 1, fused_slots = 0;
   AaPass first, second;
   int64_t mid_h = 0, mid_w = 0;  // the tensor between the passes
 };
@@ -113,6 +123,38 @@ AaPass aa_pass(char axis_name, const AaAxis<acc_t>& axis, int64_t n, int64_t c, 
   return p;
 }
 
+// The widest span of source positions one destination of `axis` reads.
+template <typename acc_t>
+int64_t widest_window(const AaAxis<acc_t>& axis) {
+  int64_t widest = 1;
+  for (int64_t d = 0; d < axis.dst_len; ++d) {
+    int64_t lo, hi;
+    aa_source_span(axis, d, d + 1, lo, hi);
+    widest = std::max(widest, hi - lo);
+  }
+  return widest;
+}
+
+// Fuses a channels_last plan whose two passes both run in rows (RBG_AA_UNFUSED=1: never, to compare the loops),
+// where the rows a W-first output row reads fit the ring.
+template <typename acc_t>
+void plan_fused_rows(AaPlan& plan, const AaTables<acc_t>& t, int64_t n, int64_t c, double terms_per_plane) {
+  static const bool unfused = std::getenv("RBG_AA_UNFUSED") != nullptr;
+  if (unfused || !plan.channels_last || plan.first.loop != AaLoop::Rows || plan.second.loop != AaLoop::Rows) return;
+  if (plan.w_first) {
+    // Each thread makes the ring's rows of its first window again: paid back where H shrinks (a window's rows are
+    // many, and the tensor between the passes as large as the input), not where it grows (measured: 5% slower).
+    if (t.h.dst_len > t.h.src_len) return;
+    plan.fused_slots = widest_window(t.h);
+    const int64_t row_bytes = t.w.dst_len * c * static_cast<int64_t>(sizeof(acc_t));
+    if (plan.fused_slots * row_bytes > kAaFusedRingBytes) return;
+  }
+  plan.fused = true;
+  plan.fused_tasks = n * t.h.dst_len;
+  plan.fused_grain = grain_for(kAaNsPerTerm * terms_per_plane * static_cast<double>(c) /
+                               static_cast<double>(std::max<int64_t>(t.h.dst_len, 1)));
+}
+
 // Which axis first: the order that sums fewer table entries over the tensor (aten's order, W first, on a tie).
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
@@ -144,13 +186,15 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
     for (AaPass* p : {&plan.first, &plan.second})
       if (p->loop != AaLoop::Skip) p->loop = p->axis == 'W' ? AaLoop::Lanes : AaLoop::Rows;
   }
+  plan_fused_rows<acc_t>(plan, t, n, c, std::min(w_first_terms, h_first_terms));
   return plan;
 }
 
-std::string describe_pass(const AaPass& p, bool in_planes) {
+// inside: the pass runs within the planes or fused loop (no threads, lanes or moves of its own).
+std::string describe_pass(const AaPass& p, bool inside) {
   std::string s(1, p.axis);
   if (p.loop == AaLoop::Skip) return s + " identity (skipped)";
-  if (in_planes) {
+  if (inside) {
     s += p.loop == AaLoop::Lanes ? " w_pass_lanes_x4 [portable]" : " rows axpy [portable]";
     return s + " " + std::to_string(p.src_len) + " -> " + std::to_string(p.dst_len) + ", " +
            std::to_string(p.terms) + " terms";
@@ -191,12 +235,14 @@ struct WidenedRows {
   }
 };
 
-// Destination row d of one outer slice `o` (src: the slice's rows, each `inner` long): the sum of its source rows in
-// table order. `cache` widens float16/bfloat16 rows (null where in_t and out_t are the accumulation type).
-template <typename in_t, typename out_t, typename acc_t>
-void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<acc_t>& axis, int64_t o, int64_t d,
-            WidenedRows<acc_t>* cache) {
-  const int64_t e0 = axis.ptr[d], e1 = axis.ptr[d + 1], chunks = (inner + kAaRowChunk - 1) / kAaRowChunk;
+// Destination row d through `axis`: the sum of its source rows in table order, `inner` elements long, a chunk at a
+// time; row_at(e, j0, jc, n) gives chunk jc (elements [j0, j0 + n)) of entry e's source row in the accumulation type.
+// `cache` narrows (out_t not the accumulation type); `widens`: the rows come through the cache's slots, so four rows
+// go together only where they sit in four slots (always for a window's consecutive rows).
+template <typename out_t, typename acc_t, typename RowAt>
+void aa_sum_row(Isa cvt, out_t* out, int64_t inner, const AaAxis<acc_t>& axis, int64_t d, WidenedRows<acc_t>* cache,
+                bool widens, RowAt&& row_at) {
+  const int64_t e0 = axis.ptr[d], e1 = axis.ptr[d + 1];
   for (int64_t j0 = 0, jc = 0; j0 < inner; j0 += kAaRowChunk, ++jc) {
     const int64_t n = std::min(kAaRowChunk, inner - j0);
     acc_t* y;
@@ -205,22 +251,12 @@ void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<ac
     } else {
       y = cache->result.data();
     }
-    auto row = [&](int64_t e) -> const acc_t* {
-      const in_t* r = src + axis.src[e] * inner + j0;
-      if constexpr (std::is_same_v<in_t, acc_t>) {
-        return r;
-      } else {
-        return cache->get(cvt, ((o * axis.src_len + axis.src[e]) * chunks + jc), r, n);
-      }
-    };
+    auto row = [&](int64_t e) { return row_at(e, j0, jc, n); };
     if (e0 == e1) std::fill(y, y + n, acc_t(0));
-    // Four rows per pass where there are four (the same order and bits as one at a time); widened rows only when
-    // the four sit in four slots (always for a window's consecutive rows).
+    // Four rows per pass where there are four: the same order and bits as one at a time.
     int64_t e = e0;
     for (; e + 4 <= e1; e += 4) {
-      if constexpr (!std::is_same_v<in_t, acc_t>) {
-        if (axis.src[e + 3] - axis.src[e] != 3) break;
-      }
+      if (widens && axis.src[e + 3] - axis.src[e] != 3) break;
       axpy4(y, row(e), row(e + 1), row(e + 2), row(e + 3), axis.w.data() + e, e == e0, n);
     }
     for (; e < e1; ++e) {
@@ -232,6 +268,24 @@ void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<ac
     }
     if constexpr (!std::is_same_v<out_t, acc_t>) narrow(cvt, out + j0, y, n);
   }
+}
+
+// Destination row d of one outer slice `o` (src: the slice's rows, each `inner` long). `cache` widens float16/bfloat16
+// rows and narrows (null where in_t and out_t are the accumulation type).
+template <typename in_t, typename out_t, typename acc_t>
+void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<acc_t>& axis, int64_t o, int64_t d,
+            WidenedRows<acc_t>* cache) {
+  const int64_t chunks = (inner + kAaRowChunk - 1) / kAaRowChunk;
+  constexpr bool kWidens = !std::is_same_v<in_t, acc_t>;
+  aa_sum_row(cvt, out, inner, axis, d, cache, kWidens, [&](int64_t e, int64_t j0, int64_t jc, int64_t n) {
+    const in_t* r = src + axis.src[e] * inner + j0;
+    if constexpr (kWidens) {
+      return cache->get(cvt, ((o * axis.src_len + axis.src[e]) * chunks + jc), r, n);
+    } else {
+      (void)jc, (void)n;
+      return r;
+    }
+  });
 }
 
 template <typename in_t, typename out_t, typename acc_t>
@@ -371,6 +425,48 @@ void run_planes(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t* sr
   });
 }
 
+// The fused loop: each task makes one output row of a channels_last image (n, h, w, c), with no tensor between the
+// passes. H first: the row's H sums over the input's W positions go to a per-thread row, then its W pass to the
+// output. W first: the W passes of the input rows the row's H window reads are kept in a per-thread ring (slot h mod
+// the widest window: a window's rows never share a slot; consecutive output rows share most of them), then summed
+// along H. The same sums in the same order as the two passes: the same bits.
+template <typename scalar_t, typename acc_t>
+void run_fused_rows(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t* src, scalar_t* dst, int64_t c) {
+  constexpr bool kConverts = !std::is_same_v<scalar_t, acc_t>;
+  const int64_t sh = t.h.src_len, dh = t.h.dst_len, dw = t.w.dst_len, in_row = t.w.src_len * c, out_row = dw * c;
+  const Isa cvt = plan.convert_isa;
+  at::parallel_for(0, plan.fused_tasks, plan.fused_grain, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
+    if (!plan.w_first) {
+      std::vector<acc_t> sums(in_row);
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t b = task / dh, ho = task % dh;
+        aa_row(cvt, sums.data(), src + b * sh * in_row, in_row, t.h, b, ho, cache.get());
+        for (int64_t wo = 0; wo < dw; ++wo) aa_row(cvt, dst + task * out_row + wo * c, sums.data(), c, t.w, 0, wo,
+                                                   cache.get());
+      }
+      return;
+    }
+    const int64_t slots = plan.fused_slots;
+    std::vector<acc_t> ring(slots * out_row);
+    std::vector<int64_t> held(slots, -1);  // the input row (b * sh + h) each slot holds
+    auto mid_row = [&](int64_t b, int64_t h) -> const acc_t* {
+      const int64_t k = b * sh + h, slot = h % slots;
+      acc_t* row = ring.data() + slot * out_row;
+      if (held[slot] != k) {
+        for (int64_t wo = 0; wo < dw; ++wo) aa_row(cvt, row + wo * c, src + k * in_row, c, t.w, k, wo, cache.get());
+        held[slot] = k;
+      }
+      return row;
+    };
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / dh, ho = task % dh;
+      aa_sum_row(cvt, dst + task * out_row, out_row, t.h, ho, cache.get(), false,
+                 [&](int64_t e, int64_t j0, int64_t, int64_t) { return mid_row(b, t.h.src[e]) + j0; });
+    }
+  });
+}
+
 template <typename in_t, typename out_t, typename acc_t>
 void run_pass(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
   if (p.loop == AaLoop::Rows) run_rows(p, axis, cvt, src, dst);
@@ -393,6 +489,10 @@ at::Tensor aa_resample_typed(const at::Tensor& x, const AaMap& m) {
   scalar_t* dst = out.mutable_data_ptr<scalar_t>();
   if (plan.planes) {
     run_planes(plan, t, src, dst, n * c);
+    return out;
+  }
+  if (plan.fused) {
+    run_fused_rows(plan, t, src, dst, c);
     return out;
   }
   const AaAxis<acc_t>& first_axis = plan.w_first ? t.w : t.h;
@@ -428,7 +528,14 @@ std::string describe_aa_plan(const at::Tensor& x, const AaMap& map) {
       line += std::string("planes in lanes, moves cl 1 [") + isa_name(plan.planes_isa) + "], " +
               threads_note(plan.plane_blocks, plan.planes_grain) + ": ";
     }
-    line += describe_pass(plan.first, plan.planes) + "; " + describe_pass(plan.second, plan.planes);
+    if (plan.fused) {
+      line += std::string("fused rows (") + (plan.w_first ? "W rows of a window in a ring of " +
+                                                                std::to_string(plan.fused_slots) + ", then H"
+                                                          : "H row, then W") +
+              "), " + threads_note(plan.fused_tasks, plan.fused_grain) + ": ";
+    }
+    line += describe_pass(plan.first, plan.planes || plan.fused) + "; " +
+            describe_pass(plan.second, plan.planes || plan.fused);
     if (!std::is_same_v<scalar_t, acc_t>)
       line += std::string("; convert widen+narrow [") + isa_name(plan.convert_isa) + "]";
   });
