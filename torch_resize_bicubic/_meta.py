@@ -13,7 +13,6 @@ import torch.autograd.forward_ad as fwAD
 from torch import _prims_common
 from torch._functorch.utils import enable_single_level_autograd_function
 from torch.autograd.function import _SingleLevelFunction
-from torch._library.utils import fill_defaults
 
 from . import _C
 
@@ -155,6 +154,11 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
     ``fold_batch(batch, *rest)`` returns ``rest`` for an x whose N has been multiplied by ``batch``."""
     op = getattr(torch.ops.cann, name).default
     tensor_args = [(i, a.name) for i, a in enumerate(op._schema.arguments) if isinstance(a.type, torch.TensorType)]
+    # The dispatcher drops trailing arguments equal to their defaults; the adjoints want them all. Every argument of
+    # these schemas is positional, so the defaults are appended from a tuple made once (fill_defaults reads the
+    # schema on every call).
+    assert not any(a.kwarg_only for a in op._schema.arguments), name
+    defaults = tuple(a.default_value for a in op._schema.arguments)
 
     def check_tensors(args):
         # The first kernel a call meets: None (which the dispatcher passes for a Tensor argument) and nested tensors
@@ -200,8 +204,7 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
         primal, tangent = fwAD.unpack_dual(args[0])
         if tangent is None and not (torch.is_grad_enabled() and args[0].requires_grad):
             return below_autograd(keyset, *args)  # nothing to record: the common call, kept cheap
-        # The dispatcher drops arguments equal to their defaults; the adjoints want them all.
-        (x, *rest), _ = fill_defaults(op._schema, args, {})
+        x, *rest = args + defaults[len(args):]
         if tangent is not None:
             y = autograd_kernel(keyset, primal, *rest)
             return fwAD.make_dual(y, op(tangent, *sanitized(tangent, rest)))
