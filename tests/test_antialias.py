@@ -304,7 +304,8 @@ for shape, size, cl in [((2, 3, 120, 90), (17, 40), False), ((2, 3, 120, 90), (1
                         ((1, 20, 31, 33), (64, 70), True), ((1, 4, 300, 64), (9, 64), False),
                         ((1, 3, 50, 41), (50, 5), True), ((2, 12, 24, 24), (16, 16), False),
                         ((1, 40, 14, 14), (37, 37), False), ((1, 24, 40, 30), (13, 11), True),
-                        ((2, 16, 33, 9), (5, 40), True), ((1, 24, 30, 40), (11, 13), True)]:
+                        ((2, 16, 33, 9), (5, 40), True), ((1, 24, 30, 40), (11, 13), True),
+                        ((3, 2, 70, 150), (150, 300), False)]:
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         x = torch.randn(shape, generator=gen).to(dtype)
         if cl:
@@ -318,8 +319,8 @@ print(h.hexdigest())
 
 
 def test_bitwise_identical_across_threads_isas_and_loops():
-    # The channels_last cases with 16 or more channels run fused (test_plan_names_its_loops); RBG_AA_UNFUSED=1 runs
-    # them in two passes with a tensor between: the same bits.
+    # The channels_last cases with 16 or more channels run fused, the larger NCHW planes plane by plane
+    # (test_plan_names_its_loops); RBG_AA_UNFUSED=1 runs them in two passes with a tensor between: the same bits.
     runs = {}
     for name, env, threads in [("default-2", {}, 2), ("default-1", {}, 1), ("portable", {"RBG_CPU_PORTABLE": "1"}, 2),
                                ("no_avx512", {"RBG_CPU_NO_AVX512": "1"}, 2), ("unfused", {"RBG_AA_UNFUSED": "1"}, 2)]:
@@ -350,6 +351,10 @@ def test_plan_names_its_loops():
     too_wide = plan(torch.empty(1, 64, 32, 16384).contiguous(memory_format=cl), 8, 2048)  # 16 rows of 512 KiB
     assert "W first" in too_wide and "fused" not in too_wide
     assert "fused" not in plan(torch.empty(1, 3, 1080, 1920).contiguous(memory_format=cl), 224, 224)
+    # NCHW planes too large for the planes loop run plane by plane where every thread gets two of them.
+    assert "plane by plane" in plan(torch.empty(8, 3, 256, 256), 128, 128)
+    assert "plane by plane" in plan(torch.empty(3, 2, 70, 150), 150, 300)
+    assert ("plane by plane" in plan(torch.empty(1, 3, 1080, 1920), 224, 224)) == (3 >= 2 * torch.get_num_threads())
     assert "H identity (skipped)" in plan(torch.empty(1, 3, 50, 60), 50, 20)
     assert "identity" not in plan(torch.empty(1, 3, 50, 60), 50, 20, skip_equal=False)
     assert "adjoint" in plan(torch.empty(1, 3, 10, 10), 40, 40, transpose=True)
