@@ -123,13 +123,14 @@ int64_t widest_window(const AaAxis<acc_t>& axis) {
   return widest;
 }
 
-// Fuses a channels_last plan whose two passes both run in rows (RBG_AA_UNFUSED=1: never, to compare the loops),
-// where the rows a W-first output row reads fit the ring.
+// RBG_AA_UNFUSED=1: the fused and per-plane loops are never planned (the tests compare them with the two passes).
 inline bool aa_unfused() {
   static const bool yes = std::getenv("RBG_AA_UNFUSED") != nullptr;
   return yes;
 }
 
+// Fuses a channels_last plan whose two passes both run in rows, where the rows a W-first output row reads fit the
+// ring.
 template <typename acc_t>
 void plan_fused_rows(AaPlan& plan, const AaTables<acc_t>& t, int64_t n, int64_t c, double terms_per_plane) {
   if (aa_unfused() || !plan.channels_last || plan.first.loop != AaLoop::Rows || plan.second.loop != AaLoop::Rows) return;
@@ -169,7 +170,7 @@ AaPass one_plane(AaPass p, int64_t planes) {
   return p;
 }
 
-// Runs an NCHW plan plane by plane where every thread gets two planes or more (RBG_AA_UNFUSED=1: never).
+// Runs an NCHW plan plane by plane where every thread gets two planes or more.
 template <typename acc_t>
 void plan_per_plane(AaPlan& plan, int64_t planes, double terms_per_plane) {
   if (aa_unfused() || plan.channels_last || plan.planes || plan.first.loop == AaLoop::Skip ||
