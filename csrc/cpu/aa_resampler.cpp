@@ -13,6 +13,7 @@
 #include "../torch_checks.h"
 #include "aa_loops.h"
 #include "aa_plan.h"
+#include "fresh_output.h"
 
 namespace rbg::cpu {
 namespace {
@@ -25,7 +26,7 @@ at::Tensor aa_resample_typed(const at::Tensor& x, const AaMap& m) {
   const at::MemoryFormat fmt = output_memory_format(x);
   const int64_t n = x.size(0), c = x.size(1);
   const auto options = x.options().memory_format(fmt);
-  at::Tensor out = at::empty({n, c, t.h.dst_len, t.w.dst_len}, options);
+  at::Tensor out = empty_output({n, c, t.h.dst_len, t.w.dst_len}, options);
   if (n * c == 0) return out;
   const at::Tensor in = x.contiguous(fmt);
   if (plan.first.loop == AaLoop::Skip && plan.second.loop == AaLoop::Skip) return out.copy_(in);

@@ -36,13 +36,10 @@
 #include <cstdio>
 #include <string>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "../torch_checks.h"
 #include "axis.h"
 #include "dispatch.h"
+#include "fresh_output.h"
 #include "isa.h"
 #include "pass_finish.h"
 #include "plan.h"
@@ -53,25 +50,6 @@
 
 namespace rbg::cpu {
 namespace {
-
-// A fresh output tensor. Large ones ask for transparent huge pages (madvise, which the kernel honours in its
-// default "madvise" mode), as numpy does for its own large arrays: otherwise the first writes into a fresh output
-// take a page fault every 4 KiB (25k for a 100 MB output, several times the resize itself here). A hint about
-// memory PyTorch's allocator owns, freed by it as usual; it changes no value.
-at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options) {
-  at::Tensor t = at::empty(sizes, options);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  constexpr int64_t kHugePageMinBytes = int64_t{4} << 20;
-  const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
-  if (bytes >= kHugePageMinBytes) {
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(t.data_ptr()), end = begin + bytes;
-    const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1), last = end & ~(kHugePage - 1);
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
-#endif
-  return t;
-}
 
 // src (N, C, SH, SW) -> dst (N, C, DH, DW) along `dir`; the resize itself has input `in_*`, output `out_*`.
 // With `describe_only`, plans the call and writes the plan's one-line description there instead of running it.
