@@ -37,6 +37,19 @@ def test_forward_and_backward_match_aten(n, c, h, w, oh, ow, align, dtype, layou
     assert_aa_backward_close(aa_backward(g, [oh, ow], [n, c, h, w], align, *scales), g, (h, w), align, scales)
 
 
+@settings(max_examples=25)
+@given(n=st.integers(1, 2), c=st.integers(16, 40), h=st.integers(1, 40), w=st.integers(1, 40), oh=st.integers(1, 48),
+       ow=st.integers(1, 48), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16))
+def test_channels_last_rows_loops_match_aten(n, c, h, w, oh, ow, dtype, seed):
+    # 16 or more channels_last channels: both passes in rows, fused per output row (H first, or W first with the
+    # ring where H shrinks) or, where H grows with W first, in two passes.
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c, h, w, generator=gen).to(dtype).contiguous(memory_format=torch.channels_last)
+    assert_aa_forward_close(aa(x, [oh, ow], False), x, (oh, ow), False, (None, None))
+    g = torch.randn(n, c, oh, ow, generator=gen).to(dtype).contiguous(memory_format=torch.channels_last)
+    assert_aa_backward_close(aa_backward(g, [oh, ow], [n, c, h, w], False), g, (h, w), False, (None, None))
+
+
 @settings(max_examples=30)
 @given(big=st.integers(50, 700), small=st.integers(1, 9), other=st.integers(1, 12), along_h=st.booleans(),
        align=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]), channels_last=st.booleans(),
