@@ -77,6 +77,14 @@ AaTables<acc_t> aa_tables(const AaMap& m) {
           aa_axis<acc_t>(m.in_w, m.out_w, m.align_corners, m.scale_w, m.transpose, m.skip_equal)};
 }
 
+// A pass's tasks: one destination row each (rows), or one block of kLanes / inner lines (lanes).
+template <typename acc_t>
+int64_t pass_tasks(const AaPass& p) {
+  if (p.loop == AaLoop::Rows) return p.outer * p.dst_len;
+  const int64_t rows_per_block = kLanes<acc_t> / p.inner;
+  return (p.outer + rows_per_block - 1) / rows_per_block;
+}
+
 // The pass along `axis` of a tensor (n, c, h, w) with the given table.
 template <typename acc_t>
 AaPass aa_pass(char axis_name, const AaAxis<acc_t>& axis, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -95,14 +103,11 @@ AaPass aa_pass(char axis_name, const AaAxis<acc_t>& axis, int64_t n, int64_t c, 
     p.inner = channels_last ? c : 1;
   }
   const double per_outer_ns = kAaNsPerTerm * static_cast<double>(p.terms) * static_cast<double>(p.inner);
-  if (p.inner >= kLanes<acc_t>) {
-    p.loop = AaLoop::Rows;
-    p.tasks = p.outer * p.dst_len;
+  p.loop = p.inner >= kLanes<acc_t> ? AaLoop::Rows : AaLoop::Lanes;
+  p.tasks = pass_tasks<acc_t>(p);
+  if (p.loop == AaLoop::Rows) {
     p.grain = grain_for(per_outer_ns / static_cast<double>(std::max<int64_t>(p.dst_len, 1)));
   } else {
-    p.loop = AaLoop::Lanes;
-    const int64_t rows_per_block = kLanes<acc_t> / p.inner;
-    p.tasks = (p.outer + rows_per_block - 1) / rows_per_block;
     p.isa = lanes_isa<acc_t>(cpu_isa(), p.inner);
     // A block costs about a full vector per entry, plus its moves.
     p.grain = grain_for(kAaNsPerTerm * static_cast<double>(kLanes<acc_t>) *
@@ -166,7 +171,7 @@ inline double order_cost(const AaPass& a, const AaPass& b) {
 template <typename acc_t>
 AaPass one_plane(AaPass p, int64_t planes) {
   p.outer /= planes;
-  p.tasks = p.loop == AaLoop::Rows ? p.outer * p.dst_len : (p.outer + kLanes<acc_t> / p.inner - 1) / (kLanes<acc_t> / p.inner);
+  p.tasks = pass_tasks<acc_t>(p);
   return p;
 }
 
@@ -198,31 +203,27 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
   const bool terms_w_first = w_first_terms <= h_first_terms;
   const int64_t positions = std::max({sh * sw, terms_w_first ? sh * dw : dh * sw, dh * dw});
   const bool planes = !plan.channels_last && n * c >= kLanes<acc_t> / 2 && positions <= kAaPlanePositions;
+  const AaPass w_then_h[2] = {aa_pass<acc_t>('W', t.w, n, c, sh, sw, plan.channels_last),
+                              aa_pass<acc_t>('H', t.h, n, c, sh, dw, plan.channels_last)};
+  const AaPass h_then_w[2] = {aa_pass<acc_t>('H', t.h, n, c, sh, sw, plan.channels_last),
+                              aa_pass<acc_t>('W', t.w, n, c, dh, sw, plan.channels_last)};
   plan.w_first = planes ? terms_w_first
-                        : order_cost(aa_pass<acc_t>('W', t.w, n, c, sh, sw, plan.channels_last),
-                                     aa_pass<acc_t>('H', t.h, n, c, sh, dw, plan.channels_last)) <=
-                              order_cost(aa_pass<acc_t>('H', t.h, n, c, sh, sw, plan.channels_last),
-                                         aa_pass<acc_t>('W', t.w, n, c, dh, sw, plan.channels_last));
-  if (plan.w_first) {
-    plan.mid_h = sh, plan.mid_w = dw;
-    plan.first = aa_pass<acc_t>('W', t.w, n, c, sh, sw, plan.channels_last);
-    plan.second = aa_pass<acc_t>('H', t.h, n, c, sh, dw, plan.channels_last);
-  } else {
-    plan.mid_h = dh, plan.mid_w = sw;
-    plan.first = aa_pass<acc_t>('H', t.h, n, c, sh, sw, plan.channels_last);
-    plan.second = aa_pass<acc_t>('W', t.w, n, c, dh, sw, plan.channels_last);
-  }
+                        : order_cost(w_then_h[0], w_then_h[1]) <= order_cost(h_then_w[0], h_then_w[1]);
+  const AaPass* chosen = plan.w_first ? w_then_h : h_then_w;
+  plan.first = chosen[0], plan.second = chosen[1];
+  plan.mid_h = plan.w_first ? sh : dh, plan.mid_w = plan.w_first ? dw : sw;
+  const double terms_per_plane = std::min(w_first_terms, h_first_terms);
   if (planes) {
     plan.planes = true;
     plan.planes_isa = lanes_isa<acc_t>(cpu_isa(), 1);
     plan.plane_blocks = (n * c + kLanes<acc_t> - 1) / kLanes<acc_t>;
     plan.planes_grain = grain_for(kAaNsPerTerm * static_cast<double>(kLanes<acc_t>) *
-                                  (std::min(w_first_terms, h_first_terms) + static_cast<double>(sh * sw + dh * dw)));
+                                  (terms_per_plane + static_cast<double>(sh * sw + dh * dw)));
     for (AaPass* p : {&plan.first, &plan.second})
       if (p->loop != AaLoop::Skip) p->loop = p->axis == 'W' ? AaLoop::Lanes : AaLoop::Rows;
   }
-  plan_fused_rows<acc_t>(plan, t, n, c, std::min(w_first_terms, h_first_terms));
-  plan_per_plane<acc_t>(plan, n * c, std::min(w_first_terms, h_first_terms));
+  plan_fused_rows<acc_t>(plan, t, n, c, terms_per_plane);
+  plan_per_plane<acc_t>(plan, n * c, terms_per_plane);
   return plan;
 }
 
@@ -231,20 +232,15 @@ AaPlan aa_plan(const at::Tensor& x, const AaTables<acc_t>& t) {
 std::string describe_pass(const AaPass& p, bool inside, bool per_plane) {
   std::string s(1, p.axis);
   if (p.loop == AaLoop::Skip) return s + " identity (skipped)";
-  if (inside) {
-    s += p.loop == AaLoop::Lanes ? " w_pass_lanes_x4 [portable]" : " rows axpy [portable]";
-    return s + " " + std::to_string(p.src_len) + " -> " + std::to_string(p.dst_len) + ", " +
-           std::to_string(p.terms) + " terms";
-  }
   if (p.loop == AaLoop::Rows) {
     s += " rows axpy [portable]";
+  } else if (inside) {
+    s += " w_pass_lanes_x4 [portable]";
   } else {
-    s += " lanes w_pass_lanes_x4 [portable] moves ";
-    s += p.inner == 1 ? "cl 1" : "cl " + std::to_string(p.inner);
-    s += std::string(" [") + isa_name(p.isa) + "]";
+    s += " lanes w_pass_lanes_x4 [portable] moves cl " + std::to_string(p.inner) + " [" + isa_name(p.isa) + "]";
   }
   s += " " + std::to_string(p.src_len) + " -> " + std::to_string(p.dst_len) + ", " + std::to_string(p.terms) + " terms";
-  return per_plane ? s : s + ", " + threads_note(p.tasks, p.grain);
+  return inside || per_plane ? s : s + ", " + threads_note(p.tasks, p.grain);
 }
 
 }  // namespace
