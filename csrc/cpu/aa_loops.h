@@ -109,16 +109,22 @@ void aa_row(Isa cvt, out_t* out, const in_t* src, int64_t inner, const AaAxis<ac
   });
 }
 
+// Task t of a rows pass: destination row t % dst_len of outer slice t / dst_len. `key_base` numbers the slices for
+// the cache (run over one plane, its first slice's index among all the tensor's).
+template <typename in_t, typename out_t, typename acc_t>
+void rows_task(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst, int64_t t,
+               int64_t key_base, WidenedRows<acc_t>* cache) {
+  const int64_t o = t / p.dst_len, d = t % p.dst_len;
+  aa_row(cvt, dst + (o * p.dst_len + d) * p.inner, src + o * p.src_len * p.inner, p.inner, axis, key_base + o, d,
+         cache);
+}
+
 template <typename in_t, typename out_t, typename acc_t>
 void run_rows(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
   constexpr bool kConverts = !std::is_same_v<in_t, acc_t> || !std::is_same_v<out_t, acc_t>;
   at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
     std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / p.dst_len, d = t % p.dst_len;
-      aa_row(cvt, dst + (o * p.dst_len + d) * p.inner, src + o * p.src_len * p.inner, p.inner, axis, o, d,
-             cache.get());
-    }
+    for (int64_t t = begin; t < end; ++t) rows_task(p, axis, cvt, src, dst, t, 0, cache.get());
   });
 }
 
@@ -304,14 +310,13 @@ void run_fused_rows(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t
 template <typename in_t, typename out_t, typename acc_t>
 void plane_pass(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst, int64_t plane,
                 LanesScratch<in_t, out_t, acc_t>* lanes, WidenedRows<acc_t>* cache) {
-  if (p.loop == AaLoop::Lanes) {
-    for (int64_t b = 0; b < p.tasks; ++b) lanes_block(p, axis, cvt, src, dst, b, *lanes);
-    return;
+  for (int64_t t = 0; t < p.tasks; ++t) {
+    if (p.loop == AaLoop::Lanes) {
+      lanes_block(p, axis, cvt, src, dst, t, *lanes);
+    } else {
+      rows_task(p, axis, cvt, src, dst, t, plane * p.outer, cache);
+    }
   }
-  for (int64_t o = 0; o < p.outer; ++o)
-    for (int64_t d = 0; d < p.dst_len; ++d)
-      aa_row(cvt, dst + (o * p.dst_len + d) * p.inner, src + o * p.src_len * p.inner, p.inner, axis,
-             plane * p.outer + o, d, cache);
 }
 
 // The per-plane loop: each task runs both passes on one NCHW plane, the plane between them in a per-thread buffer
