@@ -100,6 +100,28 @@ PYBIND11_MODULE(_C, m) {
                               rbg::cpu::overflow_taps_rule(rbg::cpu::Direction::Backward).load());
       },
       "The CPU engine's rule for taps beyond int64: (forward, backward), as _set_overflow_taps takes them");
+  m.def(
+      "_set_aten_rounding",
+      [](int forward_float, int forward_double, int backward_float, int backward_double) {
+        using rbg::cpu::Direction;
+        const int modes[4] = {forward_float, forward_double, backward_float, backward_double};
+        for (int mode : modes)
+          TORCH_CHECK(mode >= -1 && mode <= 2, "_set_aten_rounding: a rounding is -1 (default), 0, 1 or 2, not ", mode);
+        for (int k = 0; k < 4; ++k)
+          rbg::cpu::aten_rounding_setting(k < 2 ? Direction::Forward : Direction::Backward, k % 2 == 1).store(modes[k]);
+      },
+      py::arg("forward_float"), py::arg("forward_double"), py::arg("backward_float"), py::arg("backward_double"),
+      "How the overflow guard rounds when it recomputes rows in PyTorch's order, per direction and accumulation type "
+      "(-1: the default, 0: plain, 1: fused, 2: fused throughout); the package sets PyTorch's at import");
+  m.def(
+      "_aten_rounding",
+      [] {
+        using rbg::cpu::Direction;
+        auto get = [](Direction d, bool dbl) { return rbg::cpu::aten_rounding_setting(d, dbl).load(); };
+        return py::make_tuple(get(Direction::Forward, false), get(Direction::Forward, true),
+                              get(Direction::Backward, false), get(Direction::Backward, true));
+      },
+      "The overflow guard's rounding settings, as _set_aten_rounding takes them");
   m.def("_set_aten_override", &rbg::set_aten_override, py::arg("on"),
         "Routes covered calls of aten's CPU bicubic ops to this library's kernels (on) or PyTorch's (off)");
   m.def("_aten_override_routing", &rbg::aten_override_routing, "Whether aten's CPU bicubic ops route to ours");
@@ -110,6 +132,8 @@ PYBIND11_MODULE(_C, m) {
         return py::make_tuple(s.bytes, s.float_sets, s.double_sets);
       },
       "The CPU engine's scratch now: (bytes allocated, sets kept for float work, sets kept for float64 work)");
+  m.def("_mute_plan_printing", &rbg::cpu::mute_plan_printing, py::arg("muted"),
+        "Stops (True) or resumes RBG_CPU_PLAN=1's printing of each call's plan (the package's probes at import)");
   m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,
         "How many output rows the CPU engine's overflow guard has recomputed in PyTorch's order since the process started");
   m.def(

@@ -32,34 +32,50 @@ namespace {
 // For tests: the destination rows (or streaming tile rows) the guard has recomputed (overflow_guard_rows).
 std::atomic<int64_t> rows_recomputed_in_aten_order{0};
 
-// PyTorch's forward kernel is compiled once per CPU capability, and its AVX2 and AVX-512 builds contract the source
-// coordinate, the cubic polynomials and the 4-term sums into fused multiply-adds: probing its weights with one-hot
-// inputs, and its sums with random ones, gives exactly the evaluation below, of all contraction patterns tried
-// (tests/test_nonfinite.py holds recomputed rows to PyTorch's bits, with and without ATEN_CPU_CAPABILITY=default).
-// Its backward (built once, without FMA on x86) evaluates the plain formula. aarch64 builds are assumed to contract
-// as x86's FMA builds do (GCC contracts there by default); not yet checked against one.
-inline bool aten_forward_fuses() {
-  static const bool fuses = [] {
+// PyTorch's forward kernel is compiled once per CPU capability, and its x86 AVX2 and AVX-512 builds contract the
+// source coordinate, the cubic polynomials (not their last step) and the 4-term sums into fused multiply-adds; its
+// x86 backward (built once, without FMA) evaluates the plain formula. PyTorch's aarch64 wheels (GCC contracts by
+// default there) fuse the forward as x86's FMA builds do, the cubic's last steps too in float64, and in the backward
+// the coordinate, the whole cubic and the second H tap's increment. Each was found by probing PyTorch's weights with
+// one-hot inputs and its sums with random ones: 0 of all probed outputs differ (tests/test_nonfinite.py holds
+// recomputed rows to PyTorch's bits, with and without ATEN_CPU_CAPABILITY=default). The rounding in use is the one
+// the package found matching at import (_aten_rounding.py); these defaults stand where none matched.
+inline AtenRounding aten_rounding(Direction d, bool double_acc) {
+  const int set = aten_rounding_setting(d, double_acc).load(std::memory_order_relaxed);
+  if (set >= 0) return static_cast<AtenRounding>(set);
+  if (d == Direction::Backward) return AtenRounding::Plain;
 #if defined(__x86_64__) || defined(_M_X64)
+  static const bool fma_build = [] {
     const std::string capability = at::get_cpu_capability();
     return capability == "AVX2" || capability == "AVX512";
-#else
-    return true;
-#endif
   }();
-  return fuses;
+  return fma_build ? AtenRounding::Fused : AtenRounding::Plain;
+#else
+  return AtenRounding::Fused;
+#endif
 }
 
 template <typename acc_t>
-AxisTaps<acc_t> aten_forward_taps_fused(const AxisMap<acc_t>& m, int64_t o) {
+AtenRounding aten_rounding_of(const AxisMap<acc_t>& m) {
+  return aten_rounding(m.dir, std::is_same_v<acc_t, double>);
+}
+
+template <typename acc_t>
+AxisTaps<acc_t> aten_taps_fused(const AxisMap<acc_t>& m, int64_t o, bool throughout) {
   const acc_t half = static_cast<acc_t>(0.5), a = cubic_a<acc_t>(), one = static_cast<acc_t>(1);
   const acc_t real = m.align_corners ? m.scale * static_cast<acc_t>(o)
                                      : std::fma(m.scale, static_cast<acc_t>(o) + half, -half);
   AxisTaps<acc_t> taps;
   acc_t t;
   index_and_lambda<acc_t>(real, m.in, taps.i0, t);
-  auto near = [&](acc_t x) { return (std::fma(a + 2, x, -(a + 3)) * x) * x + one; };
-  auto far = [&](acc_t x) { return std::fma(std::fma(a, x, -(5 * a)), x, 8 * a) * x - 4 * a; };
+  auto near = [&](acc_t x) {
+    const acc_t px = std::fma(a + 2, x, -(a + 3)) * x;
+    return throughout ? std::fma(px, x, one) : px * x + one;
+  };
+  auto far = [&](acc_t x) {
+    const acc_t q = std::fma(std::fma(a, x, -(5 * a)), x, 8 * a);
+    return throughout ? std::fma(q, x, -(4 * a)) : q * x - 4 * a;
+  };
   const acc_t x2 = one - t;
   taps.w[0] = far(t + one);
   taps.w[1] = near(t);
@@ -72,9 +88,11 @@ AxisTaps<acc_t> aten_forward_taps_fused(const AxisMap<acc_t>& m, int64_t o) {
 // type as PyTorch stores its weight tensors (not the engine's forward weights, which are rounded once from double).
 template <typename scalar_t, typename acc_t>
 AxisTaps<acc_t> aten_taps(const AxisMap<acc_t>& m, int64_t o) {
-  if (m.dir == Direction::Backward) return axis_taps<acc_t>(m.scale, o, m.in, m.align_corners);
-  AxisTaps<acc_t> t = aten_forward_fuses() ? aten_forward_taps_fused(m, o)
-                                           : axis_taps<acc_t>(m.scale, o, m.in, m.align_corners);
+  const AtenRounding r = aten_rounding_of(m);
+  AxisTaps<acc_t> t = r == AtenRounding::Plain
+                          ? axis_taps<acc_t>(m.scale, o, m.in, m.align_corners)
+                          : aten_taps_fused(m, o, r == AtenRounding::FusedThroughout);
+  if (m.dir == Direction::Backward) return t;
   for (acc_t& w : t.w) w = static_cast<acc_t>(static_cast<scalar_t>(w));
   return t;
 }
@@ -179,7 +197,7 @@ void aten_forward_box(const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw, const 
   const int64_t nc = b.c1 - b.c0;
   // v0*w0 + v1*w1 + v2*w2 + v3*w3, left to right; where PyTorch's build contracts, as it contracts it (found like
   // its weights: 0 of all probed outputs differ).
-  const bool fused = aten_forward_fuses();
+  const bool fused = aten_rounding_of(mh) != AtenRounding::Plain;
   auto sum4 = [fused](const acc_t* v, const acc_t* w) {
     if (!fused) return ((v[0] * w[0] + v[1] * w[1]) + v[2] * w[2]) + v[3] * w[3];
     return std::fma(v[3], w[3], std::fma(v[2], w[2], std::fma(v[0], w[0], v[1] * w[1])));
@@ -205,7 +223,8 @@ void aten_forward_box(const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw, const 
 }
 
 // The backward as PyTorch's kernel scatters it: zeroed destinations, then for every gradient in (row, column) order,
-// each (x tap, y tap) pair, x outer, adding (g * wy) * wx.
+// each (x tap, y tap) pair, x outer, adding (g * wy) * wx; where PyTorch's build fuses, the second y tap's as one
+// fused multiply-add (as its aarch64 wheels compile it).
 template <typename scalar_t, typename acc_t>
 void aten_backward_box(const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw, const scalar_t* su, int64_t sh,
                        int64_t sw, int64_t sc, const AtenBox& b, acc_t* out) {
@@ -216,6 +235,7 @@ void aten_backward_box(const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw, const
   mh.contributors(b.y0, b.y1, oy0, oy1);
   mw.contributors(b.x0, b.x1, ox0, ox1);
   const AtenTaps<scalar_t, acc_t> tx(mw, ox0, ox1);
+  const bool fused = aten_rounding_of(mh) != AtenRounding::Plain;
   for (int64_t oy = oy0; oy < oy1; ++oy) {
     const AxisTaps<acc_t> ty = aten_taps<scalar_t, acc_t>(mh, oy);
     for (int64_t ox = ox0; ox < ox1; ++ox) {
@@ -229,7 +249,7 @@ void aten_backward_box(const AxisMap<acc_t>& mh, const AxisMap<acc_t>& mw, const
             const int64_t y = mh.tap(ty, j);
             if (y < b.y0 || y >= b.y1) continue;
             acc_t& d = out[(y - b.y0) * b.row_stride + (x - b.x0) * nc + c - b.c0];
-            d = d + g * ty.w[j] * t.w[i];
+            d = fused && j == 1 ? std::fma(g * ty.w[j], t.w[i], d) : d + g * ty.w[j] * t.w[i];
           }
         }
       }

@@ -37,6 +37,21 @@ inline std::atomic<int>& overflow_taps_rule(Direction d) {
   return rules[d == Direction::Forward ? 0 : 1];
 }
 
+// How the installed PyTorch's CPU kernels round, where the overflow guard recomputes rows in their order
+// (aten_order.h): their compiler may contract a * b + c into fused multiply-adds, and does so differently per build,
+// direction and accumulation type. The package tries each rounding against the installed PyTorch once at import
+// (_aten_rounding.py) and sets it here; -1 keeps the default (aten_order.h).
+enum class AtenRounding : int {
+  Plain = 0,            // as written: no fused multiply-add
+  Fused = 1,            // the source coordinate, the cubic's terms but their last step, the 4-term sums (forward)
+  FusedThroughout = 2,  // the cubic's last steps too; in the backward also the second H tap's increment
+};
+
+inline std::atomic<int>& aten_rounding_setting(Direction d, bool double_acc) {
+  static std::atomic<int> modes[4]{-1, -1, -1, -1};
+  return modes[(d == Direction::Forward ? 0 : 2) + (double_acc ? 1 : 0)];
+}
+
 // Tap k of an index past int64 on an axis of length in, under a rule.
 inline int64_t overflow_tap(OverflowTaps rule, int k, int64_t in) {
   switch (rule) {

@@ -131,6 +131,8 @@ at::Tensor resize_bicubic_v2(const at::Tensor& images, int64_t out_h, int64_t ou
 
 int64_t overflow_guard_rows() { return rows_recomputed_in_aten_order.load(std::memory_order_relaxed); }
 
+void mute_plan_printing(bool muted) { plans_muted.store(muted, std::memory_order_relaxed); }
+
 ScratchState scratch_state() {
   return {scratch_bytes_live.load(std::memory_order_relaxed), ScratchLease<float>::kept(), ScratchLease<double>::kept()};
 }

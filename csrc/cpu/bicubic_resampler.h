@@ -43,6 +43,9 @@ int64_t read_rows(const at::Tensor& x, const std::vector<int64_t>& rows);
 // (for tests).
 int64_t overflow_guard_rows();
 
+// Stops (true) or resumes RBG_CPU_PLAN=1's printing of every call's plan.
+void mute_plan_printing(bool muted);
+
 // The engine's scratch now: bytes allocated, and the sets the pool keeps between calls (float, double).
 struct ScratchState {
   int64_t bytes, float_sets, double_sets;
