@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP   := $(VENV)/.deps-stamp
 SOURCES := $(shell find csrc torch_resize_bicubic -name '*.cpp' -o -name '*.h' -o -name '*.py') setup.py pyproject.toml
 
-.PHONY: demo test test-newest bench sanitize ascend-check install clean
+.PHONY: demo test test-newest test-aarch64 bench sanitize ascend-check install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: install
 # The whole suite again on the newest torch pip installs (2.14.1) and Python 3.13, in a venv cached outside the clone.
 test-newest:
 	bash tools/test_newest.sh
+
+# The suite on aarch64 under qemu-user: Debian's arm64 CPython and PyPI's aarch64 torch, cached outside the clone.
+test-aarch64:
+	bash tools/test_aarch64.sh
 
 ascend-check:
 	bash tools/ascend_check.sh

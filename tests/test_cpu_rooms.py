@@ -4,6 +4,7 @@ without the x86 kernels, and no room outgrows a file."""
 import json
 import os
 import pathlib
+import platform
 import re
 import shutil
 import subprocess
@@ -56,6 +57,8 @@ def _defined(name):
 
 @pytest.mark.parametrize("path", list(ISA_PATHS))
 def test_every_plan_names_its_kernels_and_their_isa(path):
+    if path != "default" and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("RBG_CPU_NO_AVX512 and RBG_CPU_PORTABLE choose among x86 kernels: none is built here")
     design = (ROOT / "docs" / "design.md").read_text()
     allowed = {"default": {"portable", "avx2", "avx512"}, "no_avx512": {"portable", "avx2"},
                "portable": {"portable"}}[path]

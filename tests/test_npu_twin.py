@@ -3,6 +3,7 @@ CPU-debug mode and run through Ascend C's own SIMT entry (asc_vf_call starts one
 thread; real threadIdx/blockDim, asc_atomic_add, half/bfloat16_t), for every tiling key planned by our
 tiling. Compared with the launch emulator and with PyTorch. Skips where ../shared/ascend-sdk is absent."""
 import os
+import shlex
 import subprocess
 
 import numpy as np
@@ -14,6 +15,9 @@ from helpers import (NPU_KEY_CASES, assert_matches_reference, assert_within_atom
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+# How to start an executable built for this platform from here: tools/test_aarch64.sh runs the suite on aarch64 under
+# qemu-user, which cannot start the aarch64 twin by itself (no binfmt_misc), and names qemu here.
+CROSS_EMULATOR = shlex.split(os.environ.get("RBG_CROSS_EMULATOR", ""))
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +36,9 @@ def run_twin(twin, tmp_path, g_storage, image_shape, fmt, align=False, scales=(0
     """y (storage order) and (tiling_key, block_dim, workspace_size) of one twin launch."""
     bits = g_storage.contiguous().view(torch.int16 if g_storage.element_size() == 2 else torch.int32)
     bits.numpy().tofile(tmp_path / "grads.bin")
-    args = [twin, DTYPES[g_storage.dtype], fmt, str(int(align)), repr(float(scales[0])), repr(float(scales[1])),
-            str(core_num), str(int(deterministic)), str(int(force_idx64)), *map(str, g_storage.shape),
-            *map(str, image_shape), str(tmp_path / "grads.bin"), str(tmp_path / "y.bin")]
+    args = [*CROSS_EMULATOR, twin, DTYPES[g_storage.dtype], fmt, str(int(align)), repr(float(scales[0])),
+            repr(float(scales[1])), str(core_num), str(int(deterministic)), str(int(force_idx64)),
+            *map(str, g_storage.shape), *map(str, image_shape), str(tmp_path / "grads.bin"), str(tmp_path / "y.bin")]
     r = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"twin failed ({r.returncode}): {r.stderr[-2000:]}"
     raw = np.fromfile(tmp_path / "y.bin", dtype=np.int16 if g_storage.element_size() == 2 else np.int32)
@@ -84,8 +88,9 @@ def test_twin_reports_bad_plans_as_errors(twin, tmp_path):
     # The tiling's own checks run in the twin too: a mismatched batch is refused, not run.
     g = torch.randn(2, 3, 4, 4)
     (tmp_path / "grads.bin").write_bytes(g.numpy().tobytes())
-    r = subprocess.run([twin, "float32", "NCHW", "0", "0", "0", "8", "0", "0", "2", "3", "4", "4", "1", "3", "2",
-                        "2", str(tmp_path / "grads.bin"), str(tmp_path / "y.bin")], capture_output=True, text=True)
+    args = [twin, "float32", "NCHW", "0", "0", "0", "8", "0", "0", "2", "3", "4", "4", "1", "3", "2", "2",
+            str(tmp_path / "grads.bin"), str(tmp_path / "y.bin")]
+    r = subprocess.run([*CROSS_EMULATOR, *args], capture_output=True, text=True)
     assert r.returncode == 1 and "rbg_twin:" in r.stderr
 
 

@@ -48,9 +48,10 @@ def _check_torch_version() -> None:
 
 _check_torch_version()
 from . import _C  # noqa: E402,F401  (registers the ops)
-from . import _index_rule  # noqa: E402
+from . import _aten_rounding, _index_rule  # noqa: E402
 
 _index_rule.follow_installed_pytorch()  # before anything can route aten's calls to this package
+_aten_rounding.follow_installed_pytorch()
 
 
 def _load_npu_kernels() -> bool:
@@ -86,4 +87,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.4.1"
+__version__ = "0.4.2"
