@@ -26,14 +26,15 @@ def ulp(ref: torch.Tensor, dtype) -> torch.Tensor:
     return torch.clamp(step, min=2.0 ** MIN_SUBNORMAL_EXP[dtype])
 
 
-def axis_matrix(out_len, in_len, align_corners, scale):
-    """The (out_len, in_len) 1-D resampling matrix of one axis in float64, read off PyTorch's kernel, the axis laid
-    along W (PyTorch 2.13's backward writes outside its tensor when an H coordinate passes int64, at scales below
-    ~1e-19; along W it does not). H goes 1 -> 2 so that the same-size copy rule never applies; its weights sum to 1."""
-    eye = torch.eye(out_len, dtype=torch.float64).reshape(out_len, 1, 1, out_len)
+def axis_matrix(out_len, in_len, align_corners, scale, dtype=torch.float64):
+    """The (out_len, in_len) 1-D resampling matrix of one axis, read off PyTorch's kernel computing in `dtype`, in
+    float64. The axis is laid along W (PyTorch 2.13's backward writes outside its tensor when an H coordinate passes
+    int64, at scales below ~1e-19; along W it does not). H goes 1 -> 2 so that the same-size copy rule never applies;
+    its weights sum to 1."""
+    eye = torch.eye(out_len, dtype=dtype).reshape(out_len, 1, 1, out_len)
     cols = torch.ops.aten.upsample_bicubic2d_backward(eye, [1, out_len], [out_len, 1, 2, in_len], align_corners,
                                                       None, scale)
-    return cols.sum(-2).reshape(out_len, in_len)
+    return cols.sum(-2).reshape(out_len, in_len).double()
 
 
 # ---- PyTorch's rounding of source coordinates on this platform ----------------------------------------------------
@@ -78,6 +79,18 @@ def source_coordinates(out_len, in_len, align_corners, scale, dtype=torch.float3
     return twice, once
 
 
+def cubic_weights(t, dt):
+    """The four a = -0.75 cubic weights of fractional positions t (a numpy array), evaluated in numpy type dt as the
+    shared formula writes them; float64 arrays."""
+    import numpy as np
+
+    tt, a, one = t.astype(dt), dt(-0.75), dt(1)
+    cc1 = lambda v: ((a + dt(2)) * v - (a + dt(3))) * v * v + one  # noqa: E731
+    cc2 = lambda v: ((a * v - dt(5) * a) * v + dt(8) * a) * v - dt(4) * a  # noqa: E731
+    x2 = one - tt
+    return np.stack([cc2(tt + one), cc1(tt), cc1(x2), cc2(x2 + one)]).astype(np.float64)
+
+
 def cubic_matrix(coords, in_len):
     """(out_len, in_len) float64 weights of the cubic at the given source coordinates, taps clamped to the axis
     (PyTorch's border rule); also the number of taps each entry folds together."""
@@ -85,13 +98,9 @@ def cubic_matrix(coords, in_len):
 
     real = coords.astype(np.float64)
     i0 = np.floor(real)
-    t = real - i0
-    a = -0.75
-    cc1 = lambda v: ((a + 2) * v - (a + 3)) * v * v + 1  # noqa: E731
-    cc2 = lambda v: ((a * v - 5 * a) * v + 8 * a) * v - 4 * a  # noqa: E731
     rows = np.arange(len(real))
     weights, taps = np.zeros((len(real), in_len)), np.zeros((len(real), in_len))
-    for k, w in enumerate([cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)]):
+    for k, w in enumerate(cubic_weights(real - i0, np.float64)):
         idx = np.clip(i0 - 1 + k, 0, in_len - 1).astype(np.int64)
         np.add.at(weights, (rows, idx), w)
         np.add.at(taps, (rows, idx), 1)
@@ -99,12 +108,10 @@ def cubic_matrix(coords, in_len):
 
 
 def _pytorch_fuses_source_coordinates() -> bool:
-    # 224 -> 1920: many coordinates near 1024 round differently the two ways. The weights PyTorch's float32 backward
+    # 224 -> 1920: a coordinate near 1024 rounds differently the two ways. The weights PyTorch's float32 backward
     # applies are read off it and set beside the float64 weights at each rule's coordinates.
     out_len, in_len = 224, 1920
-    eye = torch.eye(out_len).reshape(out_len, 1, 1, out_len)
-    read = torch.ops.aten.upsample_bicubic2d_backward(eye, [1, out_len], [out_len, 1, 2, in_len], False, None, None)
-    read = read.sum(-2).reshape(out_len, in_len).double()
+    read = axis_matrix(out_len, in_len, False, None, torch.float32)
     twice, once = (cubic_matrix(c, in_len)[0] for c in source_coordinates(out_len, in_len, False, None))
     return bool((read - once).abs().max() < (read - twice).abs().max())
 
@@ -231,15 +238,8 @@ def _cubic_weight_error_float32() -> float:
     import numpy as np
 
     t = np.linspace(0.0, 1.0, 200001).astype(np.float32)
-
-    def weights(dt):
-        tt, a, one = t.astype(dt), dt(-0.75), dt(1)
-        cc1 = lambda v: ((a + dt(2)) * v - (a + dt(3))) * v * v + one  # noqa: E731
-        cc2 = lambda v: ((a * v - dt(5) * a) * v + dt(8) * a) * v - dt(4) * a  # noqa: E731
-        x2 = one - tt
-        return np.stack([cc2(tt + one), cc1(tt), cc1(x2), cc2(x2 + one)]).astype(np.float64)
-
-    return 2.0 * float(np.abs(weights(np.float32) - weights(np.float64)).max())  # twice: ours and a margin
+    # twice: ours and a margin
+    return 2.0 * float(np.abs(cubic_weights(t, np.float32) - cubic_weights(t, np.float64)).max())
 
 
 WEIGHT_ERROR_FLOAT32 = _cubic_weight_error_float32()

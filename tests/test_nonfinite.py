@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import torch_resize_bicubic as trb
 from helpers import same_values
-from torch_resize_bicubic import _C
+from torch_resize_bicubic import _C, _aten_rounding
 
 aten = torch.ops.aten
 cann = torch.ops.cann
@@ -82,7 +82,7 @@ def test_tap_index_follows_pytorchs_fused_source_coordinate():
 
 EVERY_ROW_HOT = """
 import random, torch, torch_resize_bicubic
-from torch_resize_bicubic import _C
+from torch_resize_bicubic import _C, _aten_rounding
 aten, cann = torch.ops.aten, torch.ops.cann
 rng = random.Random(5)
 def same(a, b):
@@ -107,6 +107,14 @@ for case in range(120):
     assert dt == torch.float16 or same(ours, theirs), ("backward", case)
 print("ok")
 """
+
+
+def test_the_import_found_pytorchs_rounding_for_each_direction_and_type():
+    # A build of PyTorch that rounds none of the known ways would leave the guard on its defaults: say so here.
+    set_at_import = _C._aten_rounding()
+    found = _aten_rounding.probe()
+    assert None not in found, f"PyTorch's rounding is none of the known ones: {found}"
+    assert set_at_import == found
 
 
 @pytest.mark.parametrize("capability", [None, "default"])

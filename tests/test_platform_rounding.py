@@ -8,35 +8,29 @@ float64 weights at that side's coordinates, within the float32 evaluation of the
 import pytest
 import torch
 
-from helpers import (PYTORCH_FUSES_SOURCE_COORDINATES, WEIGHT_ERROR_FLOAT32, aten_backward, cubic_matrix,
-                     fused_rounding_term, magnitude_of_terms, source_coordinates)
+from helpers import (PYTORCH_FUSES_SOURCE_COORDINATES, WEIGHT_ERROR_FLOAT32, aten_backward, axis_matrix,
+                     cubic_matrix, fused_rounding_term, magnitude_of_terms, source_coordinates)
 
 # (output length, input length, align_corners, scale): coordinates near 1024 and 64, a given scale, align_corners
 CASES = [(224, 1920, False, None), (40, 301, False, None), (90, 1300, False, 0.07), (64, 129, True, None),
          (33, 2047, False, None)]
 
 
-def weights_applied(backward, out_len, in_len):
-    """The (out_len, in_len) weights a float32 backward applies along W, read off unit gradients."""
+def engine_axis_matrix(out_len, in_len, align, scale):
+    """The weights the engine's float32 backward applies along W, read off unit gradients as helpers.axis_matrix
+    reads PyTorch's."""
     eye = torch.eye(out_len).reshape(out_len, 1, 1, out_len)
-    return backward(eye, in_len).sum(-2).reshape(out_len, in_len).double()
-
-
-def ours(align, scale):
-    return lambda g, in_len: torch.ops.cann.resize_bicubic_v2_grad(
-        g, torch.empty(g.shape[0], 1, 2, in_len), align, [0.0, 0.0 if scale is None else scale])
-
-
-def pytorchs(align, scale):
-    return lambda g, in_len: aten_backward(g, (2, in_len), align, (None, scale))
+    cols = torch.ops.cann.resize_bicubic_v2_grad(eye, torch.empty(out_len, 1, 2, in_len), align,
+                                                 [0.0, 0.0 if scale is None else scale])
+    return cols.sum(-2).reshape(out_len, in_len).double()
 
 
 @pytest.mark.parametrize("out_len, in_len, align, scale", CASES)
 def test_each_side_applies_the_weights_of_its_coordinates(out_len, in_len, align, scale):
     twice, once = source_coordinates(out_len, in_len, align, scale)
     (at_twice, taps_twice), (at_once, taps_once) = cubic_matrix(twice, in_len), cubic_matrix(once, in_len)
-    engine = weights_applied(ours(align, scale), out_len, in_len)
-    pytorch = weights_applied(pytorchs(align, scale), out_len, in_len)
+    engine = engine_axis_matrix(out_len, in_len, align, scale)
+    pytorch = axis_matrix(out_len, in_len, align, scale, torch.float32)
     # each tap weight evaluated in float32 (up to four taps folded into one entry at the borders)
     assert ((engine - at_twice).abs() <= WEIGHT_ERROR_FLOAT32 * taps_twice).all()
     expected, taps = (at_once, taps_once) if PYTORCH_FUSES_SOURCE_COORDINATES else (at_twice, taps_twice)

@@ -49,16 +49,16 @@ def probe():
     """The rounding of each of (forward float, forward double, backward float, backward double) whose recomputed rows
     equal PyTorch's, None where none does. Leaves the engine set to what it finds."""
     found = [None] * 4
+    settings = lambda: [-1 if f is None else f for f in found]  # noqa: E731 - None: the engine's default
     for slot, (forward, dtype) in enumerate([(True, torch.float32), (True, torch.float64),
                                              (False, torch.float32), (False, torch.float64)]):
         for rounding in _ROUNDINGS:
-            modes = [-1 if f is None else f for f in found]
-            modes[slot] = rounding
-            _C._set_aten_rounding(*modes)
+            found[slot] = rounding
+            _C._set_aten_rounding(*settings())
             if _matches(forward, dtype):
-                found[slot] = rounding
                 break
-    _C._set_aten_rounding(*[-1 if f is None else f for f in found])
+            found[slot] = None
+    _C._set_aten_rounding(*settings())
     return tuple(found)
 
 
