@@ -142,7 +142,11 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
     x = torch.randn(shape).contiguous(memory_format=fmt)
     plan = _C._cpu_plan(x, *size, True)
     assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
-    assert "H combine4_magnitude [portable]" in plan, plan
+    # Planes (AVX-512) fuse both passes on the tapped columns, the rows read whole by the input test first.
+    shrunk = fmt == torch.contiguous_format and torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
+        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
+    assert ("x86::shrink_row" in plan) == shrunk, plan
+    assert ("H combine4_magnitude [portable]" in plan) == (not shrunk), plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0]), x, size, False)
     for dtype in (torch.bfloat16, torch.float64):  # rows widened or of doubles: the guard reads them itself
         plan = _C._cpu_plan(x.to(dtype), *size, True)
@@ -291,6 +295,34 @@ def test_rows_halved_along_w_fuse_the_passes(shape, size, layout, dtype, align, 
     ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
     ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
     torch.testing.assert_close(ours.float(), ref, atol=1e-5 if dtype == torch.float32 else 2e-2, rtol=1e-5)
+
+
+SHRUNK = "both passes fused in rows (tapped columns only)"
+
+
+@pytest.mark.parametrize("shape, size, layout, dtype, align, fused", [
+    ((1, 3, 2160, 3840), (224, 224), "contiguous", torch.float32, False, True),  # 4K -> 224, factor 17 along W
+    ((1, 1, 400, 1000), (100, 77), "contiguous", torch.float32, True, True),     # align_corners, a partial strip
+    ((1, 2, 90, 900), (90, 300), "contiguous", torch.float32, False, True),      # factor 3, H kept
+    ((1, 1, 50, 4000), (7, 5), "contiguous", torch.float32, False, True),        # fewer outputs than a strip
+    ((1, 2, 90, 899), (90, 300), "contiguous", torch.float32, False, False),     # just under 3
+    ((1, 3, 400, 1000), (100, 77), "channels_last", torch.float32, False, False),  # interleaved channels
+    ((1, 3, 400, 1000), (100, 77), "sliced", torch.float32, False, False),       # strided rows
+    ((1, 3, 400, 1000), (100, 77), "contiguous", torch.bfloat16, False, False),  # widened rows
+    ((1, 3, 400, 1000), (100, 77), "contiguous", torch.float64, False, False),   # double sums
+    ((1, 3, 40, 1000), (100, 77), "contiguous", torch.float32, False, False),    # taller: W first
+])
+def test_planes_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype, align, fused):
+    # Float planes reduced along W by 3 or more, H first (AVX-512): each output's four taps loaded from the four source
+    # rows and both passes summed in registers, the same sums as the two passes (their bits against the AVX2 and
+    # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    x = make_layout(torch.randn(shape).to(dtype), layout)
+    plan = _C._cpu_plan(x, *size, True, align)
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
+        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
+    assert (SHRUNK in plan) == (fused and avx512), plan
+    assert ("x86::shrink_row" in plan) == (fused and avx512), plan
+    assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0]), x, size, align)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

@@ -1,5 +1,6 @@
 """CPU results are bitwise identical across repeated calls and thread counts (docs/design.md §3 Determinism),
 including the task partitions of the parallel kernel: one huge plane, many tiny planes, odd sizes."""
+import math
 import platform
 
 import pytest
@@ -119,7 +120,22 @@ ISA_CASES = [
     ((1, 3, 1080, 1440), (240, 160), True, torch.float32, "channels_last"),
     ((2, 3, 100, 90), (900, 810), False, torch.float32, "contiguous"),
     ((1, 3, 120, 160), (1080, 1440), False, torch.float32, "channels_last"),
+    # float planes shrunk along W by 3 or more, H first (AVX-512): both passes fused on the tapped columns, whole
+    # strips of 16 outputs windowed, the ends (align_corners), partial last strips and tiny rows summed one by one
+    ((1, 3, 1080, 1920), (120, 128), False, torch.float32, "contiguous"),
+    ((2, 2, 400, 1000), (100, 77), True, torch.float32, "contiguous"),
+    ((1, 2, 200, 650), (50, 200), False, torch.float32, "contiguous"),
+    ((1, 2, 90, 4000), (20, 5), False, torch.float32, "contiguous"),
 ]
+
+
+def _taps(in_len, out_len, align):
+    """The positions the forward's taps reach along one axis (no scale given: docs/design.md's index rule)."""
+    reached = set()
+    for o in range(out_len):
+        x = o * (in_len - 1) / max(out_len - 1, 1) if align else in_len / out_len * (o + 0.5) - 0.5
+        reached.update(min(max(math.floor(x) - 1 + k, 0), in_len - 1) for k in range(4))
+    return reached
 
 
 def isa_outputs():
@@ -142,6 +158,14 @@ def isa_outputs():
             g[0, 0, 5, 7] = float("nan")
             g[0, 1, 3, 40] = 3.0e38 if 3 % (shape[2] // in_hw[0]) else 1.0
             g[0, -1, -3:-1, -3:] = 3.0e38
+            if shape[3] >= 3 * in_hw[1]:
+                # a huge value and a NaN on a row the taps reach, in columns they do not (the two passes' H pass reads
+                # whole rows; the fused one must flag those rows for the guard all the same)
+                row = min(_taps(shape[2], in_hw[0], align))
+                cols = sorted(set(range(shape[3])) - _taps(shape[3], in_hw[1], align))
+                if cols:
+                    g[0, 0, row, cols[0]] = 3.0e38
+                    g[-1, -1, row + 1, cols[-1]] = float("nan")
         g = make_layout(g.to(dtype), layout)
         image = torch.empty(shape[0], shape[1], *in_hw, dtype=dtype)
         outs.append(trb.resize_bicubic_v2_grad(g, image, align, (0.0, 0.0)))

@@ -22,6 +22,7 @@
 #include "kernels/halve.h"
 #include "kernels/magnitude.h"
 #include "kernels/permute.h"
+#include "kernels/shrink.h"
 #include "kernels/transpose.h"
 #include "kernels/up2x2.h"
 #include "magnitude.h"
@@ -246,6 +247,15 @@ inline bool halve_walk(float* out, const float* const r[4], const float hw[4], c
 #else
   (void)out, (void)r, (void)hw, (void)p, (void)stream, (void)fetch, (void)fetch_end;
   kernel_not_built("halve_row");
+#endif
+}
+
+inline bool shrink_walk(float* out, const float* const r[4], const float hw[4], const x86::ShrinkPlan& p) {
+#ifdef RBG_X86_FAST
+  return x86::shrink_row(out, r, hw, p);
+#else
+  (void)out, (void)r, (void)hw, (void)p;
+  kernel_not_built("shrink_row");
 #endif
 }
 

@@ -48,12 +48,46 @@ inline void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob,
   }
 }
 
+// Forward, H first, planes shrunk along W by a large factor: both passes at once, one output row at a time, on the
+// columns the taps reach only (x86::shrink_row). Each source row is first read whole by the guard's input test, as
+// the two passes' H pass reads it (a row flagged for the guard is one whose source rows hold a value at the limit
+// anywhere): that read brings the row into the cache for the windows.
+template <typename scalar_t, typename acc_t>
+inline void shrink(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
+  if constexpr (std::is_same_v<acc_t, float> && std::is_same_v<scalar_t, acc_t>) {
+    bool bad = false;
+    uint32_t most = 0;
+    int64_t last = -1;  // the last source row tested, in ascending order (a tap that steps back is tested again)
+    for (int64_t dy = y0; dy < y1; ++dy) {
+      const RowTaps<acc_t> t = st.row_taps(dy);
+      const float* const rows[4] = {su + t.s[0] * st.io.sh, su + t.s[1] * st.io.sh, su + t.s[2] * st.io.sh,
+                                    su + t.s[3] * st.io.sh};
+      for (int k = 0; k < 4 && st.p.tests_inputs; ++k) {
+        if (t.s[k] == last) continue;
+        most = std::max(most, max_magnitude_bits(st.p.kernels.guard, rows[k], st.p.in_row));
+        last = std::max(last, t.s[k]);
+      }
+      bad = shrink_walk(ob + (dy - y0) * st.p.out_row, rows, t.w, st.p.shrink_plan) || bad;
+    }
+    st.tested = true;
+    st.nonfinite = bad;
+    if (st.p.tests_inputs) {
+      st.inputs_tested = true;
+      st.hot = most >= st.p.guard_bits;
+    }
+  } else {
+    (void)st, (void)su, (void)ob, (void)y0, (void)y1;
+    TORCH_INTERNAL_ASSERT(false, "shrink planned for other than float rows");
+  }
+}
+
 // Forward, H first: S[dy] = the combination of four input rows, in column chunks (input rows read in place or
 // from a small ring of widened rows: consecutive outputs share taps), then the W pass of S into the output.
 template <typename scalar_t, typename acc_t>
 inline void gather_h_first(TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t u, acc_t* ob, int64_t y0,
                            int64_t y1, int64_t sy1) {
   if (st.p.halve) return halve(st, su, ob, y0, y1);
+  if (st.p.shrink) return shrink(st, su, ob, y0, y1);
   const int64_t in_row = st.p.in_row, chunk = std::min<int64_t>(in_row, kHPassChunkFloats);
   acc_t* const ring = sized(st.scratch.ring, st.p.read_in_place ? 0 : kRingRows * chunk);
   uint32_t most = 0;  // tests_inputs: the largest magnitude the H pass read, as bits

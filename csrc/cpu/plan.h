@@ -19,6 +19,7 @@
 #include "isa.h"
 #include "kernels/halve.h"
 #include "kernels/permute.h"
+#include "kernels/shrink.h"
 #include "kernels/up2x2.h"
 #include "threads.h"
 
@@ -110,6 +111,9 @@ struct FastPlan {
   // the L2 caches, and measured 9-15% faster from 6.5 MiB up on this 32 MiB-L3 machine (neutral at 4 MiB).
   // A fixed size: inside VMs the C library reports the host's L3.
   static constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
+  // Planes shrunk along W by this factor or more take shrink_row (planner.h, plan_shrink): measured 1.1-1.35x on
+  // reductions by 3 to 18, neutral at 3.
+  static constexpr int64_t kShrinkFactor = 3;
   // The fused doubling's split input rows per task (up2x2 with split_input), within L2.
   static constexpr int64_t kSplitRowsBytes = int64_t{512} << 10;
 
@@ -145,9 +149,12 @@ struct FastPlan {
   int64_t guard_rows = 0;  // split_input: the overflow guard's rows, recomputed interleaved before they are split
   bool up2x2 = false;  // a plane doubled along both axes: both passes in one, strip by strip (x86::up2x2_rows)
   bool halve = false;  // rows halved along W, H first: both passes in one, row by row (x86::halve_row)
+  bool shrink = false;  // planes shrunk along W by kShrinkFactor or more, H first: both passes in one, row by row,
+                        // on the columns the taps reach only (x86::shrink_row)
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
   x86::Up2x2Plan up2x2_plan;  // up2x2's weights and strips
   x86::HalvePlan halve_plan;  // halve's weights and strips
+  x86::ShrinkPlan shrink_plan;  // shrink's taps, weights and strips
   // The ISA of each kernel the call runs, as the planner chose it from cpu_isa(): what dispatch.h runs for the pass
   // and kernel_names() names. Portable: the loops of portable.h.
   struct Kernels {
@@ -185,6 +192,7 @@ struct FastPlan {
                     ", H pass " + (h_pass == HPass::Gather ? "gather" : "scatter");
     if (up2x2) s += ", both passes fused in strips (2x both axes)";
     if (halve) s += ", both passes fused in rows (W halved)";
+    if (shrink) s += ", both passes fused in rows (tapped columns only)";
     if (scatter_blocks) s += " (" + std::to_string(scatter_blocks) + " blocks scatter)";
     s += ", " + std::to_string(units) + " units x " + std::to_string(blocks) + " tasks of " + std::to_string(rows) +
          " rows, group " + std::to_string(group) + ", cl " + std::to_string(cl) + ", " +
@@ -216,6 +224,8 @@ struct FastPlan {
       names.push_back(k("W+H", "x86::up2x2_rows", Isa::Avx512));
     } else if (halve) {
       names.push_back(k("W+H", "x86::halve_row", Isa::Avx512));
+    } else if (shrink) {
+      names.push_back(k("W+H", "x86::shrink_row", Isa::Avx512));
     } else {
       names.push_back(k("W", w_kernel(), kernels.w_pass));
       if (w_pass == WPass::Transposed) names.push_back(k("lanes", lanes_kernel(), kernels.lanes));

@@ -18,6 +18,7 @@
 #include "dispatch.h"
 #include "isa.h"
 #include "kernels/halve.h"
+#include "kernels/shrink.h"
 #include "kernels/permute.h"
 #include "kernels/permute_planner.h"
 #include "kernels/up2x2.h"
@@ -156,6 +157,18 @@ void plan_halve(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   }
 }
 
+// Float planes shrunk along W by kShrinkFactor or more with the H pass first (AVX-512, rows read in place): each
+// output's four taps read straight from the four source rows and summed in registers (x86::shrink_row), so that only
+// the columns the taps reach are summed and nothing is transposed. The same sums in the same order as the two passes.
+template <typename scalar_t, typename acc_t>
+void plan_shrink(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
+  if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {
+    p.shrink = !p.halve && p.forward && p.h_first && p.read_in_place && p.cl == 1 && p.w_cl == 1 &&
+               in.isa == Isa::Avx512 && in.SW >= FastPlan::kShrinkFactor * in.DW &&
+               x86::build_shrink_plan(in.table, in.SW, in.DW, p.shrink_plan);
+  }
+}
+
 // The most source rows one task reads, and the most terms one destination row receives along H.
 template <typename scalar_t, typename acc_t>
 int64_t max_task_sources(const FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
@@ -181,7 +194,7 @@ void plan_stores(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   // splitting into planes, or when the transposed W pass would otherwise scatter tile stores across fresh output
   // rows.
   p.staged = !in.kDirect || (p.planar_out && !p.split_input) ||
-             (p.h_first && p.w_pass == WPass::Transposed && !p.halve);
+             (p.h_first && p.w_pass == WPass::Transposed && !p.halve && !p.shrink);
   // Float outputs that would leave the cache before the call returns are written with non-temporal stores (no
   // read-for-ownership of every line), where each row is whole 64-byte lines:
   //  - W first, by the H pass (AVX2): outputs of kStreamStoreBytes or more;
@@ -251,7 +264,7 @@ void plan_up2x2(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
 template <typename scalar_t, typename acc_t>
 void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   constexpr int64_t L = kLanes<acc_t>;
-  const bool transposed = p.w_pass == WPass::Transposed;
+  const bool transposed = p.w_pass == WPass::Transposed && !p.shrink;
   // The W-first gather's output rows in pairs; float16 rows converted with F16C; float rows split with shuffles.
   p.kernels.rows = p.forward && !p.h_first && p.h_pass == HPass::Gather && p.acc_float ? in.isa : Isa::Portable;
   p.kernels.convert = std::is_same_v<scalar_t, c10::Half> ? in.isa : Isa::Portable;
@@ -259,7 +272,7 @@ void plan_kernels_and_scratch(FastPlan& p, const PlanInput<scalar_t, acc_t>& in)
   p.kernels.guard = in.isa;
   // H first: rows of S; W first: the W-pass results of one group of input rows (of all the block's source rows
   // for the forward's gather).
-  p.mid = p.up2x2 || p.halve ? 0
+  p.mid = p.up2x2 || p.halve || p.shrink ? 0
           : p.h_first ? p.rows * p.in_row
           : p.h_pass == HPass::Gather ? (p.rows + FastPlan::kForwardSpanSlack) * p.out_row
           : p.rows_once               ? max_task_sources(p, in) * p.out_row
@@ -291,6 +304,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   plan_w_pass(p, in);
   if (!plan_tasks(p, in)) return plan_fast<scalar_t, acc_t>(src, dst, th, tw, table, channels_last_out, false);
   plan_halve(p, in);
+  plan_shrink(p, in);
   plan_stores(p, in);
   plan_up2x2(p, in);
   plan_kernels_and_scratch(p, in);

@@ -227,6 +227,35 @@ void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, 
   gather_(out, s, 1, in_len, in_len / 2, cl, false, 0.0);
 }
 
+// One output row of a plane shrunk along W (H first) from four source rows and H weights: the kernel's inf/NaN flag.
+bool shrink_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, bool align, double scale,
+             const std::vector<double>& hw) {
+  const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
+  x86::ShrinkPlan plan;
+  isa_of("avx512");
+  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, plan), "a forward table has a shrink plan");
+  const float* r[4];
+  for (int k = 0; k < 4; ++k) r[k] = f32(rows4) + k * in_len;
+  const float w[4] = {static_cast<float>(hw[0]), static_cast<float>(hw[1]), static_cast<float>(hw[2]),
+                      static_cast<float>(hw[3])};
+  return shrink_walk(f32(out), r, w, plan);
+}
+// The strips of 16 outputs whose windows are their taps (build_shrink_plan), for the tester to see both kinds run.
+std::vector<bool> shrink_windowed_(int64_t in_len, int64_t out_len, bool align, double scale) {
+  const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
+  x86::ShrinkPlan plan;
+  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, plan), "a forward table has a shrink plan");
+  return std::vector<bool>(plan.windowed.begin(), plan.windowed.end());
+}
+void shrink_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, bool align,
+                        double scale, const std::vector<double>& hw) {
+  at::Tensor s = at::empty({in_len}, at::kFloat);
+  const float* r = f32(rows4);
+  combine4(f32(s), r, r + in_len, r + 2 * in_len, r + 3 * in_len, static_cast<float>(hw[0]),
+           static_cast<float>(hw[1]), static_cast<float>(hw[2]), static_cast<float>(hw[3]), in_len);
+  gather_(out, s, 1, in_len, out_len, 1, align, scale);
+}
+
 }  // namespace
 }  // namespace rbg::cpu::testing
 
@@ -251,4 +280,7 @@ PYBIND11_MODULE(_cpu_kernels, m) {
   m.def("up2x2_two_passes", &up2x2_two_passes_);
   m.def("halve", &halve_);
   m.def("halve_two_passes", &halve_two_passes_);
+  m.def("shrink", &shrink_);
+  m.def("shrink_windowed", &shrink_windowed_);
+  m.def("shrink_two_passes", &shrink_two_passes_);
 }

@@ -1,0 +1,148 @@
+// Both passes in one for float planes shrunk along W by a large factor, the H pass first (AVX-512): the plan
+// (ShrinkPlan), its planner (build_shrink_plan, from the W table) and the row kernel.
+// Data movement and the portable loops' arithmetic in their order (no FMA): the same bits as the portable loops
+// (portable.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../axis.h"
+#include "../isa.h"
+#include "../nonfinite.h"
+
+namespace rbg::cpu::x86 {
+
+// A plane shrunk along W by s >= 3 needs the H sums of only the ~4/s of its columns that some output's taps reach.
+// The two passes compute the H sums of every column and move all of them into lanes for the W pass; here each output
+// loads its window (its four taps, consecutive away from the row's ends) from each of the four source rows, forms the
+// window's H sums and the W pass's weighted sum in registers, and stores the output: about 4/s of the arithmetic, no
+// row of H sums stored, no transposes. A strip of 16 outputs: four windows per vector, the four H-sum vectors turned
+// into one vector per tap by two vpermt2ps and a vshuff32x4 each.
+struct ShrinkPlan {
+  int64_t in_len = 0, out_len = 0;
+  std::vector<int32_t> col;        // each output's four taps, in the table's order (col[4 i + k])
+  std::vector<float> w;            // the W weights by tap: w[k * out_len + i]
+  std::vector<uint8_t> windowed;   // per strip of 16 outputs: every output's taps are col[4 i] + 0..3, in the row
+};
+
+}  // namespace rbg::cpu::x86
+
+#ifdef RBG_X86_FAST
+
+#include <immintrin.h>
+
+#include "vector_ops.h"
+
+namespace rbg::cpu::x86 {
+
+// The window of 4 outputs (first taps at st[0..3]) of one source row: a vector of four 4-float windows.
+__attribute__((target("avx512f"), always_inline)) inline __m512 shrink_windows(const float* row, const int32_t* st) {
+  __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(row + st[0]));
+  v = _mm512_insertf32x4(v, _mm_loadu_ps(row + st[1]), 1);
+  v = _mm512_insertf32x4(v, _mm_loadu_ps(row + st[2]), 2);
+  return _mm512_insertf32x4(v, _mm_loadu_ps(row + st[3]), 3);
+}
+
+// The H sums of 4 outputs' windows, ((r0 w0 + r1 w1) + r2 w2) + r3 w3 (combine4's order).
+__attribute__((target("avx512f"), always_inline)) inline __m512 shrink_h_sums(const float* const r[4],
+                                                                              const int32_t* st, const __m512 wh[4]) {
+  __m512 a = _mm512_add_ps(_mm512_mul_ps(shrink_windows(r[0], st), wh[0]),
+                           _mm512_mul_ps(shrink_windows(r[1], st), wh[1]));
+  a = _mm512_add_ps(a, _mm512_mul_ps(shrink_windows(r[2], st), wh[2]));
+  return _mm512_add_ps(a, _mm512_mul_ps(shrink_windows(r[3], st), wh[3]));
+}
+
+// Output i's value from the table, one column at a time: the same sums in the same order as the vector strips.
+inline float shrink_one(const float* const r[4], const float hw[4], const ShrinkPlan& p, int64_t i, uint32_t& carry) {
+  float acc = 0.0f;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t c = p.col[4 * i + k];
+    const float h = ((r[0][c] * hw[0] + r[1][c] * hw[1]) + r[2][c] * hw[2]) + r[3][c] * hw[3];
+    acc = acc + h * p.w[k * p.out_len + i];
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &acc, 4);
+  carry |= nonfinite_carry_bits(bits);
+  return acc;
+}
+
+// One output row of a plane shrunk along W from the four source rows r (the H pass's taps) and their weights hw,
+// both passes at once; true if any output is inf or NaN.
+__attribute__((target("avx512f"))) inline bool shrink_row(float* out, const float* const r[4], const float hw[4],
+                                                          const ShrinkPlan& p) {
+  __m512 wh[4];
+  for (int k = 0; k < 4; ++k) wh[k] = _mm512_set1_ps(hw[k]);
+  // Lanes 0-7 of tap t's vector: lane t of the four windows of the first vector, then of the second.
+  __m512i pick[4];
+  for (int t = 0; t < 4; ++t) {
+    alignas(64) int32_t idx[16];
+    for (int m = 0; m < 16; ++m) idx[m] = (m % 8 < 4 ? 0 : 16) + 4 * (m % 4) + t;
+    pick[t] = _mm512_load_si512(idx);
+  }
+  const int64_t out_len = p.out_len, strips = (out_len + 15) / 16;
+  const int32_t* const col = p.col.data();
+  const float* const w = p.w.data();
+  __m512i carry = _mm512_setzero_si512();
+  uint32_t carry_s = 0;
+  for (int64_t s = 0; s < strips; ++s) {
+    const int64_t i0 = 16 * s;
+    if (!p.windowed[s]) {
+      for (int64_t i = i0; i < std::min(out_len, i0 + 16); ++i) out[i] = shrink_one(r, hw, p, i, carry_s);
+      continue;
+    }
+    alignas(64) int32_t st[16];
+    for (int j = 0; j < 16; ++j) st[j] = col[4 * (i0 + j)];
+    __m512 h[4];
+    for (int g = 0; g < 4; ++g) h[g] = shrink_h_sums(r, st + 4 * g, wh);
+    __m512 t[4], ww[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m512 lo = _mm512_permutex2var_ps(h[0], pick[k], h[1]), hi = _mm512_permutex2var_ps(h[2], pick[k], h[3]);
+      t[k] = _mm512_shuffle_f32x4(lo, hi, 0x44);  // lanes 0-7 of lo, then of hi
+      ww[k] = _mm512_loadu_ps(w + k * out_len + i0);
+    }
+    store_tested<false, true>(out + i0, weighted_sum(t, ww), carry);
+  }
+  return (carry_s & kNonfiniteSignBit) != 0 || _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
+}
+
+}  // namespace rbg::cpu::x86
+
+#endif  // RBG_X86_FAST
+
+// The planner (plain C++: the plan, not the kernels, needs x86).
+namespace rbg::cpu::x86 {
+
+namespace {
+
+// Fills x86::shrink_row's plan from a forward's W table (four taps per output): each output's taps and weights, and
+// the strips of 16 outputs whose windows are their taps (false for none: a table of other than four taps per output).
+bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, x86::ShrinkPlan& plan) {
+  if (static_cast<int64_t>(w_table.col.size()) != 4 * DW || SW >= (int64_t{1} << 31)) return false;
+  for (int64_t i = 0; i < DW; ++i)
+    if (w_table.ptr[i] != 4 * i) return false;
+  plan.in_len = SW;
+  plan.out_len = DW;
+  plan.col.assign(w_table.col.begin(), w_table.col.end());
+  plan.w.assign(4 * DW, 0.0f);
+  for (int64_t i = 0; i < DW; ++i)
+    for (int k = 0; k < 4; ++k) plan.w[k * DW + i] = w_table.w[4 * i + k];
+  const int64_t strips = (DW + 15) / 16;
+  plan.windowed.assign(strips, 0);
+  for (int64_t s = 0; s < strips; ++s) {
+    bool ok = 16 * s + 16 <= DW;
+    for (int64_t i = 16 * s; ok && i < 16 * s + 16; ++i) {
+      const int64_t c0 = w_table.col[4 * i];
+      ok = c0 >= 0 && c0 + 3 < SW;
+      for (int k = 1; ok && k < 4; ++k) ok = w_table.col[4 * i + k] == c0 + k;
+    }
+    plan.windowed[s] = ok;
+  }
+  return true;
+}
+
+}  // namespace
+
+}  // namespace rbg::cpu::x86
