@@ -268,27 +268,29 @@ def test_halve(isa, cl, in_len, specials):
 
 
 @pytest.mark.parametrize("isa", AVX512)
+@pytest.mark.parametrize("cl", [1, 2, 3, 4])
 @pytest.mark.parametrize("in_len,out_len", [(12, 4), (40, 10), (64, 16), (200, 17), (300, 33), (1000, 64), (3840, 224),
                                             (4000, 5), (7, 1), (50, 3)])
 @pytest.mark.parametrize("align,scale", [(False, 0.0), (True, 0.0), (False, 0.05)])
 @pytest.mark.parametrize("specials", [False, True])
-def test_shrink(isa, in_len, out_len, align, scale, specials):
+def test_shrink(isa, cl, in_len, out_len, align, scale, specials):
     # Both passes in one on the tapped columns only: the same bits as the H pass of the whole row and the W pass
-    # (gather), windowed strips and strips summed one output at a time (the row's ends, the last partial strip) alike.
-    rows4 = values(4 * in_len, in_len + out_len, specials)
+    # (gather), windowed outputs and outputs summed one at a time (the row's ends, a last partial strip) alike.
+    rows4 = values(4 * in_len * cl, in_len + out_len + cl, specials)
     hw = [-0.0703125, 0.8671875, 0.2265625, -0.0234375]
-    ref, ours = filled(out_len), filled(out_len)
-    K.shrink_two_passes(ref, rows4, in_len, out_len, align, scale, hw)
-    flag = K.shrink(ours, rows4, in_len, out_len, align, scale, hw)
+    ref, ours = filled(out_len * cl), filled(out_len * cl)
+    K.shrink_two_passes(ref, rows4, in_len, out_len, cl, align, scale, hw)
+    flag = K.shrink(ours, rows4, in_len, out_len, cl, align, scale, hw)
     assert_same(ours, ref)
     assert flag == (not bool(ref.isfinite().all()))
-    # Which strips were windowed: with corners aligned output 0's first tap clamps to column 0, a last strip of fewer
-    # than 16 outputs is never windowed, whole strips of half-pixel reductions by 3 or more always are.
-    windowed = K.shrink_windowed(in_len, out_len, align, scale)
-    assert len(windowed) == (out_len + 15) // 16
-    if align or out_len < 16:
+    # Which were windowed (strips of 16 outputs for planes, single outputs for interleaved channels): with corners
+    # aligned output 0's first tap clamps to column 0; a last strip of fewer than 16 planes' outputs is never windowed;
+    # whole strips and outputs of half-pixel reductions by 3 or more away from the ends always are.
+    windowed = K.shrink_windowed(in_len, out_len, cl, align, scale)
+    assert len(windowed) == ((out_len + 15) // 16 if cl == 1 else out_len)
+    if align or (cl == 1 and out_len < 16):
         assert not windowed[0]
     elif scale == 0.0:
         assert windowed[0]
-    if out_len % 16:
+    if cl == 1 and out_len % 16:
         assert not windowed[-1]

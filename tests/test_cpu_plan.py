@@ -142,8 +142,8 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
     x = torch.randn(shape).contiguous(memory_format=fmt)
     plan = _C._cpu_plan(x, *size, True)
     assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
-    # Planes (AVX-512) fuse both passes on the tapped columns, the rows read whole by the input test first.
-    shrunk = fmt == torch.contiguous_format and torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
+    # AVX-512 fuses both passes on the tapped columns (planes, 3 channels), the rows read whole by the input test first.
+    shrunk = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
         os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
     assert ("x86::shrink_row" in plan) == shrunk, plan
     assert ("H combine4_magnitude [portable]" in plan) == (not shrunk), plan
@@ -306,15 +306,19 @@ SHRUNK = "both passes fused in rows (tapped columns only)"
     ((1, 2, 90, 900), (90, 300), "contiguous", torch.float32, False, True),      # factor 3, H kept
     ((1, 1, 50, 4000), (7, 5), "contiguous", torch.float32, False, True),        # fewer outputs than a strip
     ((1, 2, 90, 899), (90, 300), "contiguous", torch.float32, False, False),     # just under 3
-    ((1, 3, 400, 1000), (100, 77), "channels_last", torch.float32, False, False),  # interleaved channels
+    ((1, 3, 400, 1000), (100, 77), "channels_last", torch.float32, False, True),   # 2 to 4 interleaved channels
+    ((1, 2, 400, 1000), (100, 77), "channels_last", torch.float32, True, True),
+    ((1, 4, 400, 1000), (100, 77), "channels_last", torch.float32, False, True),
+    ((1, 3, 400, 1000), (100, 77), "hwc_view", torch.float32, False, True),        # staged, then split into planes
+    ((1, 5, 400, 1000), (100, 77), "channels_last", torch.float32, False, False),  # 5 channels
     ((1, 3, 400, 1000), (100, 77), "sliced", torch.float32, False, False),       # strided rows
     ((1, 3, 400, 1000), (100, 77), "contiguous", torch.bfloat16, False, False),  # widened rows
     ((1, 3, 400, 1000), (100, 77), "contiguous", torch.float64, False, False),   # double sums
     ((1, 3, 40, 1000), (100, 77), "contiguous", torch.float32, False, False),    # taller: W first
 ])
-def test_planes_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype, align, fused):
-    # Float planes reduced along W by 3 or more, H first (AVX-512): each output's four taps loaded from the four source
-    # rows and both passes summed in registers, the same sums as the two passes (their bits against the AVX2 and
+def test_rows_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype, align, fused):
+    # Float planes and rows of 2 to 4 channels reduced along W by 3 or more, H first (AVX-512): each output's four taps
+    # loaded from the four source rows and both passes summed in registers, the same sums as the two passes (their bits against the AVX2 and
     # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
     plan = _C._cpu_plan(x, *size, True, align)

@@ -126,6 +126,10 @@ ISA_CASES = [
     ((2, 2, 400, 1000), (100, 77), True, torch.float32, "contiguous"),
     ((1, 2, 200, 650), (50, 200), False, torch.float32, "contiguous"),
     ((1, 2, 90, 4000), (20, 5), False, torch.float32, "contiguous"),
+    ((1, 3, 1080, 1920), (120, 128), False, torch.float32, "channels_last"),  # ... 2 to 4 interleaved channels
+    ((2, 2, 400, 1000), (100, 77), True, torch.float32, "channels_last"),
+    ((1, 4, 200, 650), (50, 200), False, torch.float32, "channels_last"),
+    ((1, 3, 400, 1000), (100, 77), False, torch.float32, "hwc_view"),
 ]
 
 

@@ -157,15 +157,16 @@ void plan_halve(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   }
 }
 
-// Float planes shrunk along W by kShrinkFactor or more with the H pass first (AVX-512, rows read in place): each
+// Float rows (planes or 2 to 4 interleaved channels) shrunk along W by kShrinkFactor or more with the H pass first
+// (AVX-512, rows read in place): each
 // output's four taps read straight from the four source rows and summed in registers (x86::shrink_row), so that only
 // the columns the taps reach are summed and nothing is transposed. The same sums in the same order as the two passes.
 template <typename scalar_t, typename acc_t>
 void plan_shrink(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {
-    p.shrink = !p.halve && p.forward && p.h_first && p.read_in_place && p.cl == 1 && p.w_cl == 1 &&
+    p.shrink = !p.halve && p.forward && p.h_first && p.read_in_place && p.w_cl == p.cl && p.cl <= 4 &&
                in.isa == Isa::Avx512 && in.SW >= FastPlan::kShrinkFactor * in.DW &&
-               x86::build_shrink_plan(in.table, in.SW, in.DW, p.shrink_plan);
+               x86::build_shrink_plan(in.table, in.SW, in.DW, p.cl, p.shrink_plan);
   }
 }
 

@@ -1,5 +1,5 @@
-// Both passes in one for float planes shrunk along W by a large factor, the H pass first (AVX-512): the plan
-// (ShrinkPlan), its planner (build_shrink_plan, from the W table) and the row kernel.
+// Both passes in one for float rows (planes, or 2 to 4 interleaved channels) shrunk along W by a large factor, the H
+// pass first (AVX-512): the plan (ShrinkPlan), its planner (build_shrink_plan, from the W table) and the row kernel.
 // Data movement and the portable loops' arithmetic in their order (no FMA): the same bits as the portable loops
 // (portable.h).
 #pragma once
@@ -19,13 +19,15 @@ namespace rbg::cpu::x86 {
 // The two passes compute the H sums of every column and move all of them into lanes for the W pass; here each output
 // loads its window (its four taps, consecutive away from the row's ends) from each of the four source rows, forms the
 // window's H sums and the W pass's weighted sum in registers, and stores the output: about 4/s of the arithmetic, no
-// row of H sums stored, no transposes. A strip of 16 outputs: four windows per vector, the four H-sum vectors turned
-// into one vector per tap by two vpermt2ps and a vshuff32x4 each.
+// row of H sums stored, no transposes. Planes: a strip of 16 outputs, four windows per vector, the four H-sum vectors
+// turned into one vector per tap by two vpermt2ps and a vshuff32x4 each. Rows of cl = 2 to 4 interleaved channels:
+// one output position at a time, its window's 4 cl elements in one vector, the taps' products lined up by vpermps.
 struct ShrinkPlan {
-  int64_t in_len = 0, out_len = 0;
+  int64_t in_len = 0, out_len = 0, cl = 1;  // positions of a source / output row; interleaved channels (1 to 4)
   std::vector<int32_t> col;        // each output's four taps, in the table's order (col[4 i + k])
   std::vector<float> w;            // the W weights by tap: w[k * out_len + i]
-  std::vector<uint8_t> windowed;   // per strip of 16 outputs: every output's taps are col[4 i] + 0..3, in the row
+  std::vector<float> w4;           // ... by output: w4[4 i + k] (the table's)
+  std::vector<uint8_t> windowed;   // per strip of 16 outputs (cl 1) or per output: the taps are col[4 i] + 0..3
 };
 
 }  // namespace rbg::cpu::x86
@@ -55,11 +57,12 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 shrink_h_sums(co
   return _mm512_add_ps(a, _mm512_mul_ps(shrink_windows(r[3], st), wh[3]));
 }
 
-// Output i's value from the table, one column at a time: the same sums in the same order as the vector strips.
-inline float shrink_one(const float* const r[4], const float hw[4], const ShrinkPlan& p, int64_t i, uint32_t& carry) {
+// Output i's value (channel ch) from the table, one column at a time: the same sums in the same order as the vectors.
+inline float shrink_one(const float* const r[4], const float hw[4], const ShrinkPlan& p, int64_t i, int64_t ch,
+                        uint32_t& carry) {
   float acc = 0.0f;
   for (int k = 0; k < 4; ++k) {
-    const int64_t c = p.col[4 * i + k];
+    const int64_t c = p.col[4 * i + k] * p.cl + ch;
     const float h = ((r[0][c] * hw[0] + r[1][c] * hw[1]) + r[2][c] * hw[2]) + r[3][c] * hw[3];
     acc = acc + h * p.w[k * p.out_len + i];
   }
@@ -69,10 +72,51 @@ inline float shrink_one(const float* const r[4], const float hw[4], const Shrink
   return acc;
 }
 
-// One output row of a plane shrunk along W from the four source rows r (the H pass's taps) and their weights hw,
+// A row of cl = 2 to 4 interleaved channels: each output position's window of 4 cl elements in one vector; its H sums
+// times the taps' weights (each repeated cl times), then the products of taps 1 to 3 moved down to lanes 0 .. cl - 1
+// and added in the W pass's order.
+__attribute__((target("avx512f"))) inline bool shrink_row_channels(float* out, const float* const r[4],
+                                                                   const float hw[4], const ShrinkPlan& p) {
+  const int64_t cl = p.cl, out_len = p.out_len;
+  const __mmask16 window = first_lanes(4 * cl), lanes = first_lanes(cl);
+  __m512 wh[4];
+  for (int k = 0; k < 4; ++k) wh[k] = _mm512_set1_ps(hw[k]);
+  alignas(64) int32_t spread[16], down[3][16];
+  for (int j = 0; j < 16; ++j) {
+    spread[j] = std::min<int32_t>(j / static_cast<int32_t>(cl), 3);
+    for (int k = 1; k < 4; ++k) down[k - 1][j] = (j + k * static_cast<int32_t>(cl)) % 16;
+  }
+  const __m512i spread_v = _mm512_load_si512(spread), down1 = _mm512_load_si512(down[0]),
+                down2 = _mm512_load_si512(down[1]), down3 = _mm512_load_si512(down[2]);
+  __m512i carry = _mm512_setzero_si512();
+  uint32_t carry_s = 0;
+  for (int64_t i = 0; i < out_len; ++i) {
+    if (!p.windowed[i]) {
+      for (int64_t ch = 0; ch < cl; ++ch) out[i * cl + ch] = shrink_one(r, hw, p, i, ch, carry_s);
+      continue;
+    }
+    const int64_t e0 = static_cast<int64_t>(p.col[4 * i]) * cl;
+    __m512 h = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[0] + e0), wh[0]),
+                             _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[1] + e0), wh[1]));
+    h = _mm512_add_ps(h, _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[2] + e0), wh[2]));
+    h = _mm512_add_ps(h, _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[3] + e0), wh[3]));
+    const __m512 ww = _mm512_permutexvar_ps(spread_v, _mm512_castps128_ps512(_mm_loadu_ps(p.w4.data() + 4 * i)));
+    const __m512 prod = _mm512_mul_ps(h, ww);
+    __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), prod);
+    acc = _mm512_add_ps(acc, _mm512_permutexvar_ps(down1, prod));
+    acc = _mm512_add_ps(acc, _mm512_permutexvar_ps(down2, prod));
+    acc = _mm512_add_ps(acc, _mm512_permutexvar_ps(down3, prod));
+    _mm512_mask_storeu_ps(out + i * cl, lanes, acc);
+    carry = _mm512_or_si512(carry, _mm512_maskz_mov_epi32(lanes, nonfinite_carry(acc)));
+  }
+  return (carry_s & kNonfiniteSignBit) != 0 || _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
+}
+
+// One output row of float rows shrunk along W from the four source rows r (the H pass's taps) and their weights hw,
 // both passes at once; true if any output is inf or NaN.
 __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const float* const r[4], const float hw[4],
                                                           const ShrinkPlan& p) {
+  if (p.cl > 1) return shrink_row_channels(out, r, hw, p);
   __m512 wh[4];
   for (int k = 0; k < 4; ++k) wh[k] = _mm512_set1_ps(hw[k]);
   // Lanes 0-7 of tap t's vector: lane t of the four windows of the first vector, then of the second.
@@ -90,7 +134,7 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
   for (int64_t s = 0; s < strips; ++s) {
     const int64_t i0 = 16 * s;
     if (!p.windowed[s]) {
-      for (int64_t i = i0; i < std::min(out_len, i0 + 16); ++i) out[i] = shrink_one(r, hw, p, i, carry_s);
+      for (int64_t i = i0; i < std::min(out_len, i0 + 16); ++i) out[i] = shrink_one(r, hw, p, i, 0, carry_s);
       continue;
     }
     alignas(64) int32_t st[16];
@@ -117,27 +161,38 @@ namespace rbg::cpu::x86 {
 
 namespace {
 
-// Fills x86::shrink_row's plan from a forward's W table (four taps per output): each output's taps and weights, and
-// the strips of 16 outputs whose windows are their taps (false for none: a table of other than four taps per output).
-bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, x86::ShrinkPlan& plan) {
-  if (static_cast<int64_t>(w_table.col.size()) != 4 * DW || SW >= (int64_t{1} << 31)) return false;
+// Fills x86::shrink_row's plan from a forward's W table (four taps per output) for rows of cl interleaved channels:
+// each output's taps and weights, and the strips of 16 outputs (cl 1) or the outputs (cl 2 to 4) whose windows are
+// their taps (false for none: a table of other than four taps per output, or other channel counts).
+bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, int64_t cl, x86::ShrinkPlan& plan) {
+  if (static_cast<int64_t>(w_table.col.size()) != 4 * DW || cl < 1 || cl > 4 || SW * cl >= (int64_t{1} << 31))
+    return false;
   for (int64_t i = 0; i < DW; ++i)
     if (w_table.ptr[i] != 4 * i) return false;
   plan.in_len = SW;
   plan.out_len = DW;
+  plan.cl = cl;
   plan.col.assign(w_table.col.begin(), w_table.col.end());
+  plan.w4.assign(w_table.w.begin(), w_table.w.end());
   plan.w.assign(4 * DW, 0.0f);
   for (int64_t i = 0; i < DW; ++i)
     for (int k = 0; k < 4; ++k) plan.w[k * DW + i] = w_table.w[4 * i + k];
+  auto window = [&](int64_t i) {
+    const int64_t c0 = w_table.col[4 * i];
+    bool ok = c0 >= 0 && c0 + 3 < SW;
+    for (int k = 1; ok && k < 4; ++k) ok = w_table.col[4 * i + k] == c0 + k;
+    return ok;
+  };
+  if (cl > 1) {
+    plan.windowed.assign(DW, 0);
+    for (int64_t i = 0; i < DW; ++i) plan.windowed[i] = window(i);
+    return true;
+  }
   const int64_t strips = (DW + 15) / 16;
   plan.windowed.assign(strips, 0);
   for (int64_t s = 0; s < strips; ++s) {
     bool ok = 16 * s + 16 <= DW;
-    for (int64_t i = 16 * s; ok && i < 16 * s + 16; ++i) {
-      const int64_t c0 = w_table.col[4 * i];
-      ok = c0 >= 0 && c0 + 3 < SW;
-      for (int k = 1; ok && k < 4; ++k) ok = w_table.col[4 * i + k] == c0 + k;
-    }
+    for (int64_t i = 16 * s; ok && i < 16 * s + 16; ++i) ok = window(i);
     plan.windowed[s] = ok;
   }
   return true;

@@ -228,32 +228,33 @@ void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, 
 }
 
 // One output row of a plane shrunk along W (H first) from four source rows and H weights: the kernel's inf/NaN flag.
-bool shrink_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, bool align, double scale,
-             const std::vector<double>& hw) {
+bool shrink_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, int64_t cl, bool align,
+             double scale, const std::vector<double>& hw) {
   const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
   x86::ShrinkPlan plan;
   isa_of("avx512");
-  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, plan), "a forward table has a shrink plan");
+  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, cl, plan), "a forward table has a shrink plan");
   const float* r[4];
-  for (int k = 0; k < 4; ++k) r[k] = f32(rows4) + k * in_len;
+  for (int k = 0; k < 4; ++k) r[k] = f32(rows4) + k * in_len * cl;
   const float w[4] = {static_cast<float>(hw[0]), static_cast<float>(hw[1]), static_cast<float>(hw[2]),
                       static_cast<float>(hw[3])};
   return shrink_walk(f32(out), r, w, plan);
 }
 // The strips of 16 outputs whose windows are their taps (build_shrink_plan), for the tester to see both kinds run.
-std::vector<bool> shrink_windowed_(int64_t in_len, int64_t out_len, bool align, double scale) {
+std::vector<bool> shrink_windowed_(int64_t in_len, int64_t out_len, int64_t cl, bool align, double scale) {
   const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
   x86::ShrinkPlan plan;
-  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, plan), "a forward table has a shrink plan");
+  TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, cl, plan), "a forward table has a shrink plan");
   return std::vector<bool>(plan.windowed.begin(), plan.windowed.end());
 }
-void shrink_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, bool align,
-                        double scale, const std::vector<double>& hw) {
-  at::Tensor s = at::empty({in_len}, at::kFloat);
+void shrink_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len, int64_t cl,
+                        bool align, double scale, const std::vector<double>& hw) {
+  const int64_t row = in_len * cl;
+  at::Tensor s = at::empty({row}, at::kFloat);
   const float* r = f32(rows4);
-  combine4(f32(s), r, r + in_len, r + 2 * in_len, r + 3 * in_len, static_cast<float>(hw[0]),
-           static_cast<float>(hw[1]), static_cast<float>(hw[2]), static_cast<float>(hw[3]), in_len);
-  gather_(out, s, 1, in_len, out_len, 1, align, scale);
+  combine4(f32(s), r, r + row, r + 2 * row, r + 3 * row, static_cast<float>(hw[0]), static_cast<float>(hw[1]),
+           static_cast<float>(hw[2]), static_cast<float>(hw[3]), row);
+  gather_(out, s, 1, in_len, out_len, cl, align, scale);
 }
 
 }  // namespace
