@@ -111,9 +111,11 @@ struct FastPlan {
   // the L2 caches, and measured 9-15% faster from 6.5 MiB up on this 32 MiB-L3 machine (neutral at 4 MiB).
   // A fixed size: inside VMs the C library reports the host's L3.
   static constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
-  // Planes shrunk along W by this factor or more take shrink_row (planner.h, plan_shrink): measured 1.1-1.35x on
-  // reductions by 3 to 18, neutral at 3.
+  // Rows shrunk along W by these factors or more take shrink_row (planner.h, shrinks_enough): rows of interleaved
+  // channels by kShrinkFactor, planes of kShrinkPlaneMinRow positions or more by kShrinkPlaneFactor.
   static constexpr int64_t kShrinkFactor = 3;
+  static constexpr int64_t kShrinkPlaneFactor = 8;
+  static constexpr int64_t kShrinkPlaneMinRow = 1024;
   // The fused doubling's split input rows per task (up2x2 with split_input), within L2.
   static constexpr int64_t kSplitRowsBytes = int64_t{512} << 10;
 
@@ -149,7 +151,7 @@ struct FastPlan {
   int64_t guard_rows = 0;  // split_input: the overflow guard's rows, recomputed interleaved before they are split
   bool up2x2 = false;  // a plane doubled along both axes: both passes in one, strip by strip (x86::up2x2_rows)
   bool halve = false;  // rows halved along W, H first: both passes in one, row by row (x86::halve_row)
-  bool shrink = false;  // planes shrunk along W by kShrinkFactor or more, H first: both passes in one, row by row,
+  bool shrink = false;  // rows shrunk along W by a large factor, H first: both passes in one, row by row,
                         // on the columns the taps reach only (x86::shrink_row)
   x86::PermutePlan permute;  // the permute W pass's per-block windows (w_pass == Permute)
   x86::Up2x2Plan up2x2_plan;  // up2x2's weights and strips

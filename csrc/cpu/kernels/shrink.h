@@ -28,6 +28,9 @@ struct ShrinkPlan {
   std::vector<float> w;            // the W weights by tap: w[k * out_len + i]
   std::vector<float> w4;           // ... by output: w4[4 i + k] (the table's)
   std::vector<uint8_t> windowed;   // per strip of 16 outputs (cl 1) or per output: the taps are col[4 i] + 0..3
+  // cl 2 to 4, vpermps indices: lane j takes tap j / cl's weight (spread); lane j takes lane j + k cl (down[k - 1]).
+  alignas(64) int32_t spread[16] = {};
+  alignas(64) int32_t down[3][16] = {};
 };
 
 }  // namespace rbg::cpu::x86
@@ -81,13 +84,8 @@ __attribute__((target("avx512f"))) inline bool shrink_row_channels(float* out, c
   const __mmask16 window = first_lanes(4 * cl), lanes = first_lanes(cl);
   __m512 wh[4];
   for (int k = 0; k < 4; ++k) wh[k] = _mm512_set1_ps(hw[k]);
-  alignas(64) int32_t spread[16], down[3][16];
-  for (int j = 0; j < 16; ++j) {
-    spread[j] = std::min<int32_t>(j / static_cast<int32_t>(cl), 3);
-    for (int k = 1; k < 4; ++k) down[k - 1][j] = (j + k * static_cast<int32_t>(cl)) % 16;
-  }
-  const __m512i spread_v = _mm512_load_si512(spread), down1 = _mm512_load_si512(down[0]),
-                down2 = _mm512_load_si512(down[1]), down3 = _mm512_load_si512(down[2]);
+  const __m512i spread_v = _mm512_load_si512(p.spread), down1 = _mm512_load_si512(p.down[0]),
+                down2 = _mm512_load_si512(p.down[1]), down3 = _mm512_load_si512(p.down[2]);
   __m512i carry = _mm512_setzero_si512();
   uint32_t carry_s = 0;
   for (int64_t i = 0; i < out_len; ++i) {
@@ -120,12 +118,10 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
   __m512 wh[4];
   for (int k = 0; k < 4; ++k) wh[k] = _mm512_set1_ps(hw[k]);
   // Lanes 0-7 of tap t's vector: lane t of the four windows of the first vector, then of the second.
-  __m512i pick[4];
-  for (int t = 0; t < 4; ++t) {
-    alignas(64) int32_t idx[16];
-    for (int m = 0; m < 16; ++m) idx[m] = (m % 8 < 4 ? 0 : 16) + 4 * (m % 4) + t;
-    pick[t] = _mm512_load_si512(idx);
-  }
+  const __m512i first_taps = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512i pick[4] = {first_taps, _mm512_add_epi32(first_taps, _mm512_set1_epi32(1)),
+                           _mm512_add_epi32(first_taps, _mm512_set1_epi32(2)),
+                           _mm512_add_epi32(first_taps, _mm512_set1_epi32(3))};
   const int64_t out_len = p.out_len, strips = (out_len + 15) / 16;
   const int32_t* const col = p.col.data();
   const float* const w = p.w.data();
@@ -184,6 +180,10 @@ bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, in
     return ok;
   };
   if (cl > 1) {
+    for (int j = 0; j < 16; ++j) {
+      plan.spread[j] = std::min<int32_t>(j / static_cast<int32_t>(cl), 3);
+      for (int k = 1; k < 4; ++k) plan.down[k - 1][j] = (j + k * static_cast<int32_t>(cl)) % 16;
+    }
     plan.windowed.assign(DW, 0);
     for (int64_t i = 0; i < DW; ++i) plan.windowed[i] = window(i);
     return true;
