@@ -19,6 +19,19 @@ class X86(str):
     """A part of a plan that only the x86 kernels have."""
 
 
+def avx512_kernels():
+    """Whether the engine plans its AVX-512 kernels here (the CPU has it and no RBG_CPU_* switch turns it off)."""
+    return torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
+        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
+
+
+def assert_fused_where_planned(x, size, align, words, fused):
+    """The forward's plan for x names each of `words` exactly where `fused` is expected and the AVX-512 kernels run."""
+    plan = _C._cpu_plan(x, *size, True, align)
+    for word in words:
+        assert (word in plan) == (fused and avx512_kernels()), plan
+
+
 @pytest.mark.parametrize("shape, fmt, size, forward, expected", [
     # 1080p RGB halved, channels_last: rows first (H first), the AVX2 permute W pass on 3 interleaved channels.
     ((1, 3, 1080, 1920), CL, (540, 960), True, ["H first", "cl 3", "reads in place"]),
@@ -144,9 +157,7 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
     assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
     # AVX-512 fuses both passes on the tapped columns (3 channels; planes of 1024 or more by 8 or more), the rows read
     # whole by the input test first.
-    shrunk = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
-        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE")) and (
-        fmt == CL or (shape[3] >= 1024 and shape[3] >= 8 * size[1]))
+    shrunk = avx512_kernels() and (fmt == CL or (shape[3] >= 1024 and shape[3] >= 8 * size[1]))
     assert ("x86::shrink_row" in plan) == shrunk, plan
     assert ("H combine4_magnitude [portable]" in plan) == (not shrunk), plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0]), x, size, False)
@@ -290,10 +301,7 @@ def test_rows_halved_along_w_fuse_the_passes(shape, size, layout, dtype, align, 
     # straight into the W pass's two gathers, the same sums as the two passes (their bits against the AVX2 and
     # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
-    plan = _C._cpu_plan(x, *size, True, align)
-    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
-        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
-    assert (HALVED in plan) == (fused and avx512), plan
+    assert_fused_where_planned(x, size, align, [HALVED], fused)
     ours = torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0])
     ref = torch.ops.aten.upsample_bicubic2d(x.float(), list(size), align)
     torch.testing.assert_close(ours.float(), ref, atol=1e-5 if dtype == torch.float32 else 2e-2, rtol=1e-5)
@@ -327,14 +335,10 @@ SHRUNK = "both passes fused in rows (tapped columns only)"
 ])
 def test_rows_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype, align, fused):
     # Float planes and rows of 2 to 4 channels reduced along W by large factors, H first (AVX-512): each output's taps
-    # loaded from the four source rows and both passes summed in registers, the same sums as the two passes (their bits against the AVX2 and
-    # portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    # loaded from the four source rows and both passes summed in registers, the same sums as the two passes (their
+    # bits against the AVX2 and portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
-    plan = _C._cpu_plan(x, *size, True, align)
-    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512" and not (
-        os.environ.get("RBG_CPU_NO_AVX512") or os.environ.get("RBG_CPU_PORTABLE"))
-    assert (SHRUNK in plan) == (fused and avx512), plan
-    assert ("x86::shrink_row" in plan) == (fused and avx512), plan
+    assert_fused_where_planned(x, size, align, [SHRUNK, "x86::shrink_row"], fused)
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0]), x, size, align)
 
 
