@@ -324,6 +324,7 @@ SHRUNK = "both passes fused in rows (tapped columns only)"
     ((1, 3, 400, 1000), (100, 80), "channels_last", torch.float32, False, True),
     ((1, 2, 401, 1001), (101, 81), "channels_last", torch.float32, True, True),
     ((1, 4, 400, 1000), (100, 80), "channels_last", torch.float32, False, True),
+    ((1, 2, 1080, 1920), (360, 640), "channels_last", torch.float32, False, True),  # 16 MB: the two passes stream
     ((1, 3, 90, 900), (90, 300), "channels_last", torch.float32, False, True),   # factor 3
     ((1, 3, 90, 760), (90, 256), "channels_last", torch.float32, False, False),  # just under 3
     ((1, 3, 400, 1000), (100, 80), "hwc_view", torch.float32, False, True),        # staged, then split into planes
@@ -339,6 +340,9 @@ def test_rows_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype
     # bits against the AVX2 and portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
     assert_fused_where_planned(x, size, align, [SHRUNK, "x86::shrink_row"], fused)
+    if fused and avx512_kernels():  # the fused rows store as usual and fetch nothing ahead
+        plan = _C._cpu_plan(x, *size, True, align)
+        assert "streaming stores" not in plan and "fetches next rows" not in plan, plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0]), x, size, align)
 
 

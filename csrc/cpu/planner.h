@@ -231,15 +231,15 @@ void plan_stores(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
       p.stream_out = rows_of_lines && p.h_pass == HPass::Gather && in.isa != Isa::Portable &&
                      out_bytes >= FastPlan::kStreamStoreBytes;
     else
-      p.stream_out = rows_of_lines && (p.w_pass == WPass::Permute || p.halve) && in.isa == Isa::Avx512 &&
-                     in_bytes + out_bytes >= FastPlan::kStreamStoreBytes;
+      p.stream_out = rows_of_lines && ((p.w_pass == WPass::Permute && !p.shrink) || p.halve) &&
+                     in.isa == Isa::Avx512 && in_bytes + out_bytes >= FastPlan::kStreamStoreBytes;
   }
   // Gathering forwards that read rows lying back to back fetch the next task's rows as they go: H first in the
   // permute W pass, W first in the H pass; rows halved along W (halve), the rows two output rows ahead.
   const int64_t task_read_bytes = std::max<int64_t>(1, in.SH * p.rows / in.DH) * p.in_row * int64_t{sizeof(scalar_t)};
   p.fetch_next = p.forward && p.read_in_place && (in.SH == 1 || in.src.stride(2) == p.in_row) &&
                  task_read_bytes >= FastPlan::kMinFetchBytes &&
-                 (p.h_first ? p.w_pass == WPass::Permute || p.halve
+                 (p.h_first ? (p.w_pass == WPass::Permute && !p.shrink) || p.halve
                             : p.h_pass == HPass::Gather && p.scatter_blocks == 0);
 }
 
