@@ -48,7 +48,7 @@ inline void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob,
   }
 }
 
-// Forward, H first, planes shrunk along W by a large factor: both passes at once, one output row at a time, on the
+// Forward, H first, float rows (planes or 2 to 4 channels) shrunk along W by a large factor: both passes at once, one output row at a time, on the
 // columns the taps reach only (x86::shrink_row). Each source row is first read whole by the guard's input test, as
 // the two passes' H pass reads it (a row flagged for the guard is one whose source rows hold a value at the limit
 // anywhere): that read brings the row into the cache for the windows.

@@ -18,9 +18,9 @@
 #include "dispatch.h"
 #include "isa.h"
 #include "kernels/halve.h"
-#include "kernels/shrink.h"
 #include "kernels/permute.h"
 #include "kernels/permute_planner.h"
+#include "kernels/shrink.h"
 #include "kernels/up2x2.h"
 #include "kernels/vector_ops.h"
 #include "plan.h"
@@ -158,9 +158,9 @@ void plan_halve(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
 }
 
 // Float rows (planes or 2 to 4 interleaved channels) shrunk along W by a large factor with the H pass first
-// (AVX-512, rows read in place): each
-// output's four taps read straight from the four source rows and summed in registers (x86::shrink_row), so that only
-// the columns the taps reach are summed and nothing is transposed. The same sums in the same order as the two passes.
+// (AVX-512, rows read in place): each output's four taps read straight from the four source rows and summed in
+// registers (x86::shrink_row), so that only the columns the taps reach are summed and nothing is transposed. The same
+// sums in the same order as the two passes.
 // Measured in A/B runs of the two paths (2 threads, float32): rows of 3 interleaved channels gain from factor 3.4 up
 // (1.1-1.7x), planes only from factor 8 on rows of 1024 or more (1.3-1.4x on 1080p and 2048^2 to ~200, 4K and 4096^2 to
 // ~250), their short rows lose (64x256^2 -> 32: 0.8x, 1024^2 -> 300: 0.85x, 1080p -> 7x: 0.9x).

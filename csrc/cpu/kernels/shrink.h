@@ -15,7 +15,7 @@
 
 namespace rbg::cpu::x86 {
 
-// A plane shrunk along W by s >= 3 needs the H sums of only the ~4/s of its columns that some output's taps reach.
+// A row shrunk along W by a factor s needs the H sums of only the ~4/s of its columns that some output's taps reach.
 // The two passes compute the H sums of every column and move all of them into lanes for the W pass; here each output
 // loads its window (its four taps, consecutive away from the row's ends) from each of the four source rows, forms the
 // window's H sums and the W pass's weighted sum in registers, and stores the output: about 4/s of the arithmetic, no
@@ -23,10 +23,10 @@ namespace rbg::cpu::x86 {
 // turned into one vector per tap by two vpermt2ps and a vshuff32x4 each. Rows of cl = 2 to 4 interleaved channels:
 // one output position at a time, its window's 4 cl elements in one vector, the taps' products lined up by vpermps.
 struct ShrinkPlan {
-  int64_t in_len = 0, out_len = 0, cl = 1;  // positions of a source / output row; interleaved channels (1 to 4)
+  int64_t out_len = 0, cl = 1;     // positions of an output row; interleaved channels (1 to 4)
   std::vector<int32_t> col;        // each output's four taps, in the table's order (col[4 i + k])
-  std::vector<float> w;            // the W weights by tap: w[k * out_len + i]
-  std::vector<float> w4;           // ... by output: w4[4 i + k] (the table's)
+  std::vector<float> w;            // ... and their W weights (w[4 i + k])
+  std::vector<float> w_by_tap;     // planes (cl 1): the same weights by tap, w_by_tap[k * out_len + i]
   std::vector<uint8_t> windowed;   // per strip of 16 outputs (cl 1) or per output: the taps are col[4 i] + 0..3
   // cl 2 to 4, vpermps indices: lane j takes tap j / cl's weight (spread); lane j takes lane j + k cl (down[k - 1]).
   alignas(64) int32_t spread[16] = {};
@@ -67,7 +67,7 @@ inline float shrink_one(const float* const r[4], const float hw[4], const Shrink
   for (int k = 0; k < 4; ++k) {
     const int64_t c = p.col[4 * i + k] * p.cl + ch;
     const float h = ((r[0][c] * hw[0] + r[1][c] * hw[1]) + r[2][c] * hw[2]) + r[3][c] * hw[3];
-    acc = acc + h * p.w[k * p.out_len + i];
+    acc = acc + h * p.w[4 * i + k];
   }
   uint32_t bits;
   std::memcpy(&bits, &acc, 4);
@@ -98,7 +98,7 @@ __attribute__((target("avx512f"))) inline bool shrink_row_channels(float* out, c
                              _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[1] + e0), wh[1]));
     h = _mm512_add_ps(h, _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[2] + e0), wh[2]));
     h = _mm512_add_ps(h, _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[3] + e0), wh[3]));
-    const __m512 ww = _mm512_permutexvar_ps(spread_v, _mm512_castps128_ps512(_mm_loadu_ps(p.w4.data() + 4 * i)));
+    const __m512 ww = _mm512_permutexvar_ps(spread_v, _mm512_castps128_ps512(_mm_loadu_ps(p.w.data() + 4 * i)));
     const __m512 prod = _mm512_mul_ps(h, ww);
     __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), prod);
     acc = _mm512_add_ps(acc, _mm512_permutexvar_ps(down1, prod));
@@ -124,7 +124,7 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
                            _mm512_add_epi32(first_taps, _mm512_set1_epi32(3))};
   const int64_t out_len = p.out_len, strips = (out_len + 15) / 16;
   const int32_t* const col = p.col.data();
-  const float* const w = p.w.data();
+  const float* const w = p.w_by_tap.data();
   __m512i carry = _mm512_setzero_si512();
   uint32_t carry_s = 0;
   for (int64_t s = 0; s < strips; ++s) {
@@ -165,14 +165,10 @@ bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, in
     return false;
   for (int64_t i = 0; i < DW; ++i)
     if (w_table.ptr[i] != 4 * i) return false;
-  plan.in_len = SW;
   plan.out_len = DW;
   plan.cl = cl;
   plan.col.assign(w_table.col.begin(), w_table.col.end());
-  plan.w4.assign(w_table.w.begin(), w_table.w.end());
-  plan.w.assign(4 * DW, 0.0f);
-  for (int64_t i = 0; i < DW; ++i)
-    for (int k = 0; k < 4; ++k) plan.w[k * DW + i] = w_table.w[4 * i + k];
+  plan.w.assign(w_table.w.begin(), w_table.w.end());
   auto window = [&](int64_t i) {
     const int64_t c0 = w_table.col[4 * i];
     bool ok = c0 >= 0 && c0 + 3 < SW;
@@ -188,6 +184,9 @@ bool build_shrink_plan(const AxisCsr<float>& w_table, int64_t SW, int64_t DW, in
     for (int64_t i = 0; i < DW; ++i) plan.windowed[i] = window(i);
     return true;
   }
+  plan.w_by_tap.assign(4 * DW, 0.0f);
+  for (int64_t i = 0; i < DW; ++i)
+    for (int k = 0; k < 4; ++k) plan.w_by_tap[k * DW + i] = w_table.w[4 * i + k];
   const int64_t strips = (DW + 15) / 16;
   plan.windowed.assign(strips, 0);
   for (int64_t s = 0; s < strips; ++s) {
