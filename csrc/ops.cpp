@@ -286,26 +286,22 @@ TORCH_LIBRARY_IMPL(cann, CPU, m) {
   m.impl("_upsample_bicubic2d_aa_backward_aten", &rbg::upsample_bicubic2d_aa_backward_aten_cpu);
 }
 
-// Every op, for the tensor kinds no backend of ours takes.
-#define RBG_REJECT_ALL(m)                                                                            \
-  for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2", \
-                           "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",               \
-                           "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",                \
-                           "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",            \
-                           "_upsample_bicubic2d_aa_backward_grad", "_upsample_bicubic2d_aa_aten",      \
-                           "_upsample_bicubic2d_aa_backward_aten"})                                     \
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_tensor_kind>());
+// Every op of the library: the kernels below that reject a call register for each.
+constexpr const char* kAllOps[] = {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2",
+                                   "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",
+                                   "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",
+                                   "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",
+                                   "_upsample_bicubic2d_aa_backward_grad", "_upsample_bicubic2d_aa_aten",
+                                   "_upsample_bicubic2d_aa_backward_aten"};
+
+// The tensor kinds no backend of ours takes.
+#define RBG_REJECT_ALL(m) \
+  for (const char* name : kAllOps) m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_tensor_kind>());
 TORCH_LIBRARY_IMPL(cann, QuantizedCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, SparseCsrCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, NestedTensorCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, MkldnnCPU, m) { RBG_REJECT_ALL(m) }
 TORCH_LIBRARY_IMPL(cann, CompositeExplicitAutograd, m) {
-  for (const char* name : {"resize_bicubic_v2_grad", "upsample_bicubic2d_backward", "resize_bicubic_v2",
-                           "_resize_bicubic_v2_grad_adjoint", "_upsample_bicubic2d_aten",
-                           "_upsample_bicubic2d_backward_aten", "upsample_bicubic2d_aa",
-                           "upsample_bicubic2d_aa_backward", "_upsample_bicubic2d_aa_grad",
-                           "_upsample_bicubic2d_aa_backward_grad", "_upsample_bicubic2d_aa_aten",
-                           "_upsample_bicubic2d_aa_backward_aten"})
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_device>());
+  for (const char* name : kAllOps) m.impl(name, torch::CppFunction::makeFromBoxedFunction<&rbg::reject_device>());
 }
