@@ -120,7 +120,7 @@ ISA_CASES = [
     ((1, 3, 1080, 1440), (240, 160), True, torch.float32, "channels_last"),
     ((2, 3, 100, 90), (900, 810), False, torch.float32, "contiguous"),
     ((1, 3, 120, 160), (1080, 1440), False, torch.float32, "channels_last"),
-    # float planes shrunk along W by 8 or more, H first (AVX-512): both passes fused on the tapped columns, whole
+    # float planes shrunk along W by 8 or more, H first (AVX-512, AVX2): both passes fused on the tapped columns, whole
     # strips of 16 outputs windowed, the ends (align_corners), partial last strips and tiny rows summed one by one
     ((1, 3, 1080, 1920), (120, 128), False, torch.float32, "contiguous"),
     ((2, 2, 400, 1100), (100, 77), True, torch.float32, "contiguous"),

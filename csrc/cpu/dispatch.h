@@ -252,6 +252,7 @@ inline bool halve_walk(float* out, const float* const r[4], const float hw[4], c
 
 inline bool shrink_walk(float* out, const float* const r[4], const float hw[4], const x86::ShrinkPlan& p) {
 #ifdef RBG_X86_FAST
+  if (p.isa == Isa::Avx2) return x86::shrink_row_avx2(out, r, hw, p);
   return x86::shrink_row(out, r, hw, p);
 #else
   (void)out, (void)r, (void)hw, (void)p;

@@ -227,7 +227,8 @@ struct FastPlan {
     } else if (halve) {
       names.push_back(k("W+H", "x86::halve_row", Isa::Avx512));
     } else if (shrink) {
-      names.push_back(k("W+H", "x86::shrink_row", Isa::Avx512));
+      names.push_back(k("W+H", shrink_plan.isa == Isa::Avx2 ? "x86::shrink_row_avx2" : "x86::shrink_row",
+                        shrink_plan.isa));
     } else {
       names.push_back(k("W", w_kernel(), kernels.w_pass));
       if (w_pass == WPass::Transposed) names.push_back(k("lanes", lanes_kernel(), kernels.lanes));

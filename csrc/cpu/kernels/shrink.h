@@ -1,5 +1,6 @@
 // Both passes in one for float rows (planes, or 2 to 4 interleaved channels) shrunk along W by a large factor, the H
-// pass first (AVX-512): the plan (ShrinkPlan), its planner (build_shrink_plan, from the W table) and the row kernel.
+// pass first (AVX-512; planes also AVX2): the plan (ShrinkPlan), its planner (build_shrink_plan, from the W table)
+// and the row kernels.
 // Data movement and the portable loops' arithmetic in their order (no FMA): the same bits as the portable loops
 // (portable.h).
 #pragma once
@@ -31,6 +32,7 @@ struct ShrinkPlan {
   // cl 2 to 4, vpermps indices: lane j takes tap j / cl's weight (spread); lane j takes lane j + k cl (down[k - 1]).
   alignas(64) int32_t spread[16] = {};
   alignas(64) int32_t down[3][16] = {};
+  Isa isa = Isa::Avx512;  // the kernel's (the planner's choice): AVX-512, or AVX2 for planes
 };
 
 }  // namespace rbg::cpu::x86
@@ -146,6 +148,50 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
     store_tested<false, true>(out + i0, weighted_sum(t, ww), carry);
   }
   return (carry_s & kNonfiniteSignBit) != 0 || _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
+}
+
+// The windows of outputs st[0] and st[4] (first taps) of one source row, one per 128-bit lane.
+__attribute__((target("avx2"), always_inline)) inline __m256 shrink_windows8(const float* row, const int32_t* st) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row + st[0])), _mm_loadu_ps(row + st[4]), 1);
+}
+
+// shrink_row for planes on AVX2: each strip of 16 outputs as two halves of 8. A half's windows g and g + 4 share a
+// vector (one per 128-bit lane), so that a 4x4 transpose within each lane (unpack, then shuffle) gives one vector per
+// tap with the 8 outputs in order.
+__attribute__((target("avx2"))) inline bool shrink_row_avx2(float* out, const float* const r[4], const float hw[4],
+                                                            const ShrinkPlan& p) {
+  __m256 wh[4];
+  for (int k = 0; k < 4; ++k) wh[k] = _mm256_set1_ps(hw[k]);
+  const int64_t out_len = p.out_len, strips = (out_len + 15) / 16;
+  const int32_t* const col = p.col.data();
+  const float* const w = p.w_by_tap.data();
+  __m256i carry = _mm256_setzero_si256();
+  uint32_t carry_s = 0;
+  for (int64_t s = 0; s < strips; ++s) {
+    if (!p.windowed[s]) {
+      for (int64_t i = 16 * s; i < std::min(out_len, 16 * s + 16); ++i) out[i] = shrink_one(r, hw, p, i, 0, carry_s);
+      continue;
+    }
+    for (int64_t i0 = 16 * s; i0 < 16 * s + 16; i0 += 8) {
+      int32_t st[8];
+      for (int j = 0; j < 8; ++j) st[j] = col[4 * (i0 + j)];
+      __m256 h[4];
+      for (int g = 0; g < 4; ++g) {  // combine4's order, as shrink_h_sums
+        __m256 a = _mm256_add_ps(_mm256_mul_ps(shrink_windows8(r[0], st + g), wh[0]),
+                                 _mm256_mul_ps(shrink_windows8(r[1], st + g), wh[1]));
+        a = _mm256_add_ps(a, _mm256_mul_ps(shrink_windows8(r[2], st + g), wh[2]));
+        h[g] = _mm256_add_ps(a, _mm256_mul_ps(shrink_windows8(r[3], st + g), wh[3]));
+      }
+      const __m256 lo01 = _mm256_unpacklo_ps(h[0], h[1]), lo23 = _mm256_unpacklo_ps(h[2], h[3]);
+      const __m256 hi01 = _mm256_unpackhi_ps(h[0], h[1]), hi23 = _mm256_unpackhi_ps(h[2], h[3]);
+      const __m256 t[4] = {_mm256_shuffle_ps(lo01, lo23, 0x44), _mm256_shuffle_ps(lo01, lo23, 0xee),
+                           _mm256_shuffle_ps(hi01, hi23, 0x44), _mm256_shuffle_ps(hi01, hi23, 0xee)};
+      __m256 ww[4];
+      for (int k = 0; k < 4; ++k) ww[k] = _mm256_loadu_ps(w + k * out_len + i0);
+      store_tested<false, true>(out + i0, weighted_sum(t, ww), carry);
+    }
+  }
+  return (carry_s & kNonfiniteSignBit) != 0 || Lanes8::any_sign(carry);
 }
 
 }  // namespace rbg::cpu::x86
