@@ -161,10 +161,9 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
     x = torch.randn(shape).contiguous(memory_format=fmt)
     plan = _C._cpu_plan(x, *size, True)
     assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
-    # AVX-512 fuses both passes on the tapped columns (3 channels; planes of 1024 or more by 8 or more), AVX2 for
-    # those planes, the rows read whole by the input test first.
-    planes = fmt != CL and shape[3] >= 1024 and shape[3] >= 8 * size[1]
-    shrunk = (avx512_kernels() and (fmt == CL or planes)) or (avx2_kernels() and planes)
+    # AVX-512 and AVX2 fuse both passes on the tapped columns (3 channels; planes of 1024 or more by 8 or more), the
+    # rows read whole by the input test first.
+    shrunk = (avx512_kernels() or avx2_kernels()) and (fmt == CL or (shape[3] >= 1024 and shape[3] >= 8 * size[1]))
     assert ("x86::shrink_row" in plan) == shrunk, plan
     assert ("H combine4_magnitude [portable]" in plan) == (not shrunk), plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0]), x, size, False)
@@ -342,14 +341,16 @@ SHRUNK = "both passes fused in rows (tapped columns only)"
     ((1, 3, 25, 2000), (100, 80), "contiguous", torch.float32, False, False),    # taller: W first
 ])
 def test_rows_shrunk_along_w_read_only_tapped_columns(shape, size, layout, dtype, align, fused):
-    # Float planes and rows of 2 to 4 channels reduced along W by large factors, H first (AVX-512; planes also AVX2):
-    # each output's taps
-    # loaded from the four source rows and both passes summed in registers, the same sums as the two passes (their
-    # bits against the AVX2 and portable runs: test_determinism's ISA cases). Everything else keeps the two passes.
+    # Float planes and rows of 2 to 4 channels reduced along W by large factors, H first (AVX-512, AVX2): each
+    # output's taps loaded from the four source rows and both passes summed in registers, the same sums as the two
+    # passes (their bits against the other ISAs' runs: test_determinism's ISA cases). Everything else keeps the two
+    # passes.
     x = make_layout(torch.randn(shape).to(dtype), layout)
-    planes = layout == "contiguous"  # AVX2 fuses planes too
-    assert_fused_where_planned(x, size, align, [SHRUNK, "x86::shrink_row"], fused, avx2=planes)
-    if fused and (avx512_kernels() or (planes and avx2_kernels())):  # fused rows store as usual, fetch nothing ahead
+    # AVX2 fuses rows of 2 or 4 channels only from a factor of 12 (its two passes move them well).
+    pairs = layout == "channels_last" and shape[1] in (2, 4)
+    avx2 = not pairs or shape[3] >= 12 * size[1]
+    assert_fused_where_planned(x, size, align, [SHRUNK, "x86::shrink_row"], fused, avx2=avx2)
+    if fused and (avx512_kernels() or (avx2 and avx2_kernels())):  # fused rows store as usual, fetch nothing ahead
         plan = _C._cpu_plan(x, *size, True, align)
         assert "streaming stores" not in plan and "fetches next rows" not in plan, plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), align, [0.0, 0.0]), x, size, align)

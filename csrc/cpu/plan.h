@@ -112,8 +112,10 @@ struct FastPlan {
   // A fixed size: inside VMs the C library reports the host's L3.
   static constexpr int64_t kStreamStoreBytes = int64_t{8} << 20;
   // Rows shrunk along W by these factors or more take shrink_row (planner.h, shrinks_enough): rows of interleaved
-  // channels by kShrinkFactor, planes of kShrinkPlaneMinRow positions or more by kShrinkPlaneFactor.
+  // channels by kShrinkFactor (2 or 4 channels on AVX2: kShrinkPairsFactorAvx2), planes of kShrinkPlaneMinRow
+  // positions or more by kShrinkPlaneFactor.
   static constexpr int64_t kShrinkFactor = 3;
+  static constexpr int64_t kShrinkPairsFactorAvx2 = 12;
   static constexpr int64_t kShrinkPlaneFactor = 8;
   static constexpr int64_t kShrinkPlaneMinRow = 1024;
   // The fused doubling's split input rows per task (up2x2 with split_input), within L2.

@@ -158,23 +158,26 @@ void plan_halve(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
 }
 
 // Float rows (planes or 2 to 4 interleaved channels) shrunk along W by a large factor with the H pass first
-// (AVX-512; planes also AVX2; rows read in place): each output's four taps read straight from the four source rows
+// (AVX-512 or AVX2, rows read in place): each output's four taps read straight from the four source rows
 // and summed in registers (x86::shrink_row, shrink_row_avx2), so that only the columns the taps reach are summed and
 // nothing is transposed. The same sums in the same order as the two passes.
 // Measured in A/B runs of the two paths (2 threads, float32): rows of 3 interleaved channels gain from factor 3.4 up
 // (1.1-1.7x), planes only from factor 8 on rows of 1024 or more (1.3-1.4x on 1080p and 2048^2 to ~200, 4K and 4096^2 to
-// ~250), their short rows lose (64x256^2 -> 32: 0.8x, 1024^2 -> 300: 0.85x, 1080p -> 7x: 0.9x). AVX2 (planes, the same
-// thresholds): 1.08-1.25x on 1080p, 4K, 2048^2, 4096^2 and 3000x4000 to ~200-270.
-inline bool shrinks_enough(int64_t SW, int64_t DW, int64_t cl) {
-  return cl > 1 ? SW >= FastPlan::kShrinkFactor * DW
-                : SW >= FastPlan::kShrinkPlaneFactor * DW && SW >= FastPlan::kShrinkPlaneMinRow;
+// ~250), their short rows lose (64x256^2 -> 32: 0.8x, 1024^2 -> 300: 0.85x, 1080p -> 7x: 0.9x). AVX2: planes
+// 1.08-1.25x on 1080p, 4K, 2048^2, 4096^2 and 3000x4000 to ~200-270, 3 channels 1.11-1.46x from factor 3.4; rows of 2
+// or 4 channels, which AVX2's two passes move well (the permute W pass), gain only from larger factors (2 channels:
+// 0.59x by 3, 0.78x by 6, 1.10x by 16; 4 channels: 0.75x by 3, 1.00x by 6, 1.13x by 17).
+inline bool shrinks_enough(int64_t SW, int64_t DW, int64_t cl, Isa isa) {
+  if (cl == 1) return SW >= FastPlan::kShrinkPlaneFactor * DW && SW >= FastPlan::kShrinkPlaneMinRow;
+  const bool pairs_avx2 = isa == Isa::Avx2 && cl != 3;
+  return SW >= (pairs_avx2 ? FastPlan::kShrinkPairsFactorAvx2 : FastPlan::kShrinkFactor) * DW;
 }
 
 template <typename scalar_t, typename acc_t>
 void plan_shrink(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {
     p.shrink = !p.halve && p.forward && p.h_first && p.read_in_place && p.w_cl == p.cl && p.cl <= 4 &&
-               (in.isa == Isa::Avx512 || (in.isa == Isa::Avx2 && p.cl == 1)) && shrinks_enough(in.SW, in.DW, p.cl) &&
+               (in.isa == Isa::Avx512 || in.isa == Isa::Avx2) && shrinks_enough(in.SW, in.DW, p.cl, in.isa) &&
                x86::build_shrink_plan(in.table, in.SW, in.DW, p.cl, p.shrink_plan);
     p.shrink_plan.isa = in.isa;
   }

@@ -1,5 +1,5 @@
 // Both passes in one for float rows (planes, or 2 to 4 interleaved channels) shrunk along W by a large factor, the H
-// pass first (AVX-512; planes also AVX2): the plan (ShrinkPlan), its planner (build_shrink_plan, from the W table)
+// pass first (AVX-512, AVX2): the plan (ShrinkPlan), its planner (build_shrink_plan, from the W table)
 // and the row kernels.
 // Data movement and the portable loops' arithmetic in their order (no FMA): the same bits as the portable loops
 // (portable.h).
@@ -32,7 +32,7 @@ struct ShrinkPlan {
   // cl 2 to 4, vpermps indices: lane j takes tap j / cl's weight (spread); lane j takes lane j + k cl (down[k - 1]).
   alignas(64) int32_t spread[16] = {};
   alignas(64) int32_t down[3][16] = {};
-  Isa isa = Isa::Avx512;  // the kernel's (the planner's choice): AVX-512, or AVX2 for planes
+  Isa isa = Isa::Avx512;  // the kernel's (the planner's choice): AVX-512 or AVX2
 };
 
 }  // namespace rbg::cpu::x86
@@ -150,16 +150,63 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
   return (carry_s & kNonfiniteSignBit) != 0 || _mm512_cmplt_epi32_mask(carry, _mm512_setzero_si512()) != 0;
 }
 
+// shrink_row_channels on AVX2: each output position's window of 4 cl elements as two vectors, taps 0-1 and taps 2-3
+// (2 cl elements each); their H sums times the taps' weights, then each vector's second tap moved down to lanes
+// 0 .. cl - 1 and added in the W pass's order. Positions are stored in ascending order, 4 floats each: lanes past cl
+// land on the next position's elements, which its own store then writes; the row's last position stores cl lanes.
+__attribute__((target("avx2"))) inline bool shrink_row_channels_avx2(float* out, const float* const r[4],
+                                                                     const float hw[4], const ShrinkPlan& p) {
+  const int64_t cl = p.cl, out_len = p.out_len;
+  const __m256i pair = Lanes8::first(2 * cl), lanes = Lanes8::first(cl);
+  __m256 wh[4];
+  for (int k = 0; k < 4; ++k) wh[k] = _mm256_set1_ps(hw[k]);
+  const __m256i spread01 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.spread)),
+                spread23 = _mm256_add_epi32(spread01, _mm256_set1_epi32(2)),
+                down = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.down[0]));
+  __m256i carry = _mm256_setzero_si256();
+  uint32_t carry_s = 0;
+  for (int64_t i = 0; i < out_len; ++i) {
+    if (!p.windowed[i]) {
+      for (int64_t ch = 0; ch < cl; ++ch) out[i * cl + ch] = shrink_one(r, hw, p, i, ch, carry_s);
+      continue;
+    }
+    const int64_t e0 = static_cast<int64_t>(p.col[4 * i]) * cl;
+    __m256 h[2];
+    for (int half = 0; half < 2; ++half) {  // combine4's order
+      const int64_t e = e0 + half * 2 * cl;
+      __m256 a = _mm256_add_ps(_mm256_mul_ps(_mm256_maskload_ps(r[0] + e, pair), wh[0]),
+                               _mm256_mul_ps(_mm256_maskload_ps(r[1] + e, pair), wh[1]));
+      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_maskload_ps(r[2] + e, pair), wh[2]));
+      h[half] = _mm256_add_ps(a, _mm256_mul_ps(_mm256_maskload_ps(r[3] + e, pair), wh[3]));
+    }
+    const __m256 w4 = _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_loadu_ps(p.w.data() + 4 * i), 0);
+    const __m256 p01 = _mm256_mul_ps(h[0], _mm256_permutevar8x32_ps(w4, spread01)),
+                 p23 = _mm256_mul_ps(h[1], _mm256_permutevar8x32_ps(w4, spread23));
+    __m256 acc = _mm256_add_ps(_mm256_setzero_ps(), p01);
+    acc = _mm256_add_ps(acc, _mm256_permutevar8x32_ps(p01, down));
+    acc = _mm256_add_ps(acc, p23);
+    acc = _mm256_add_ps(acc, _mm256_permutevar8x32_ps(p23, down));
+    if (i + 1 < out_len) {
+      _mm_storeu_ps(out + i * cl, _mm256_castps256_ps128(acc));
+    } else {
+      _mm256_maskstore_ps(out + i * cl, lanes, acc);
+    }
+    carry = _mm256_or_si256(carry, Lanes8::keep(nonfinite_carry(acc), lanes));
+  }
+  return (carry_s & kNonfiniteSignBit) != 0 || Lanes8::any_sign(carry);
+}
+
 // The windows of outputs st[0] and st[4] (first taps) of one source row, one per 128-bit lane.
 __attribute__((target("avx2"), always_inline)) inline __m256 shrink_windows8(const float* row, const int32_t* st) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row + st[0])), _mm_loadu_ps(row + st[4]), 1);
 }
 
-// shrink_row for planes on AVX2: each strip of 16 outputs as two halves of 8. A half's windows g and g + 4 share a
+// shrink_row on AVX2. Planes: each strip of 16 outputs as two halves of 8. A half's windows g and g + 4 share a
 // vector (one per 128-bit lane), so that a 4x4 transpose within each lane (unpack, then shuffle) gives one vector per
 // tap with the 8 outputs in order.
 __attribute__((target("avx2"))) inline bool shrink_row_avx2(float* out, const float* const r[4], const float hw[4],
                                                             const ShrinkPlan& p) {
+  if (p.cl > 1) return shrink_row_channels_avx2(out, r, hw, p);
   __m256 wh[4];
   for (int k = 0; k < 4; ++k) wh[k] = _mm256_set1_ps(hw[k]);
   const int64_t out_len = p.out_len, strips = (out_len + 15) / 16;

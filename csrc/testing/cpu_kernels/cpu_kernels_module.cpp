@@ -228,13 +228,13 @@ void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, 
 }
 
 // One output row of a plane shrunk along W (H first) from four source rows and H weights: the kernel's inf/NaN flag.
-// isa: avx512 (1 to 4 channels) or avx2 (planes).
+// isa: avx512 or avx2.
 bool shrink_(const std::string& isa, at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len,
              int64_t cl, bool align, double scale, const std::vector<double>& hw) {
   const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
   x86::ShrinkPlan plan;
   plan.isa = isa_of(isa);
-  TORCH_CHECK(plan.isa == Isa::Avx512 || (plan.isa == Isa::Avx2 && cl == 1), "shrink_row: AVX-512, or AVX2 for planes");
+  TORCH_CHECK(plan.isa != Isa::Portable, "shrink_row: AVX-512 or AVX2");
   TORCH_CHECK(x86::build_shrink_plan(tw, in_len, out_len, cl, plan), "a forward table has a shrink plan");
   const float* r[4];
   for (int k = 0; k < 4; ++k) r[k] = f32(rows4) + k * in_len * cl;
