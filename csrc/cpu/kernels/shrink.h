@@ -77,6 +77,21 @@ inline float shrink_one(const float* const r[4], const float hw[4], const Shrink
   return acc;
 }
 
+// Where the windows are not the taps (a row's ends, a last partial strip, tiny rows): output position i's cl values
+// (shrink_position) or a strip s of 16 planes' outputs (shrink_strip) from the table; false where they are windowed.
+inline bool shrink_position(float* out, const float* const r[4], const float hw[4], const ShrinkPlan& p, int64_t i,
+                            uint32_t& carry) {
+  if (p.windowed[i]) return false;
+  for (int64_t ch = 0; ch < p.cl; ++ch) out[i * p.cl + ch] = shrink_one(r, hw, p, i, ch, carry);
+  return true;
+}
+inline bool shrink_strip(float* out, const float* const r[4], const float hw[4], const ShrinkPlan& p, int64_t s,
+                         uint32_t& carry) {
+  if (p.windowed[s]) return false;
+  for (int64_t i = 16 * s; i < std::min(p.out_len, 16 * s + 16); ++i) out[i] = shrink_one(r, hw, p, i, 0, carry);
+  return true;
+}
+
 // A row of cl = 2 to 4 interleaved channels: each output position's window of 4 cl elements in one vector; its H sums
 // times the taps' weights (each repeated cl times), then the products of taps 1 to 3 moved down to lanes 0 .. cl - 1
 // and added in the W pass's order.
@@ -91,10 +106,7 @@ __attribute__((target("avx512f"))) inline bool shrink_row_channels(float* out, c
   __m512i carry = _mm512_setzero_si512();
   uint32_t carry_s = 0;
   for (int64_t i = 0; i < out_len; ++i) {
-    if (!p.windowed[i]) {
-      for (int64_t ch = 0; ch < cl; ++ch) out[i * cl + ch] = shrink_one(r, hw, p, i, ch, carry_s);
-      continue;
-    }
+    if (shrink_position(out, r, hw, p, i, carry_s)) continue;
     const int64_t e0 = static_cast<int64_t>(p.col[4 * i]) * cl;
     __m512 h = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[0] + e0), wh[0]),
                              _mm512_mul_ps(_mm512_maskz_loadu_ps(window, r[1] + e0), wh[1]));
@@ -130,11 +142,8 @@ __attribute__((target("avx512f"))) inline bool shrink_row(float* out, const floa
   __m512i carry = _mm512_setzero_si512();
   uint32_t carry_s = 0;
   for (int64_t s = 0; s < strips; ++s) {
+    if (shrink_strip(out, r, hw, p, s, carry_s)) continue;
     const int64_t i0 = 16 * s;
-    if (!p.windowed[s]) {
-      for (int64_t i = i0; i < std::min(out_len, i0 + 16); ++i) out[i] = shrink_one(r, hw, p, i, 0, carry_s);
-      continue;
-    }
     alignas(64) int32_t st[16];
     for (int j = 0; j < 16; ++j) st[j] = col[4 * (i0 + j)];
     __m512 h[4];
@@ -166,10 +175,7 @@ __attribute__((target("avx2"))) inline bool shrink_row_channels_avx2(float* out,
   __m256i carry = _mm256_setzero_si256();
   uint32_t carry_s = 0;
   for (int64_t i = 0; i < out_len; ++i) {
-    if (!p.windowed[i]) {
-      for (int64_t ch = 0; ch < cl; ++ch) out[i * cl + ch] = shrink_one(r, hw, p, i, ch, carry_s);
-      continue;
-    }
+    if (shrink_position(out, r, hw, p, i, carry_s)) continue;
     const int64_t e0 = static_cast<int64_t>(p.col[4 * i]) * cl;
     __m256 h[2];
     for (int half = 0; half < 2; ++half) {  // combine4's order
@@ -215,10 +221,7 @@ __attribute__((target("avx2"))) inline bool shrink_row_avx2(float* out, const fl
   __m256i carry = _mm256_setzero_si256();
   uint32_t carry_s = 0;
   for (int64_t s = 0; s < strips; ++s) {
-    if (!p.windowed[s]) {
-      for (int64_t i = 16 * s; i < std::min(out_len, 16 * s + 16); ++i) out[i] = shrink_one(r, hw, p, i, 0, carry_s);
-      continue;
-    }
+    if (shrink_strip(out, r, hw, p, s, carry_s)) continue;
     for (int64_t i0 = 16 * s; i0 < 16 * s + 16; i0 += 8) {
       int32_t st[8];
       for (int j = 0; j < 8; ++j) st[j] = col[4 * (i0 + j)];
