@@ -48,10 +48,11 @@ inline void halve(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob,
   }
 }
 
-// Forward, H first, float rows (planes or 2 to 4 channels) shrunk along W by a large factor: both passes at once, one output row at a time, on the
-// columns the taps reach only (x86::shrink_row). Each source row is first read whole by the guard's input test, as
-// the two passes' H pass reads it (a row flagged for the guard is one whose source rows hold a value at the limit
-// anywhere): that read brings the row into the cache for the windows.
+// Forward, H first, float rows (planes or 2 to 4 channels) shrunk along W by a large factor: both passes at once,
+// one output row at a time, on the columns the taps reach only (x86::shrink_row, shrink_row_avx2). Each source row
+// is first read whole by the guard's input test, as the two passes' H pass reads it (a row flagged for the guard is
+// one whose source rows hold a value at the limit anywhere): that read brings the row into the cache for the
+// windows.
 template <typename scalar_t, typename acc_t>
 inline void shrink(TaskState<scalar_t, acc_t>& st, const scalar_t* su, acc_t* ob, int64_t y0, int64_t y1) {
   if constexpr (std::is_same_v<acc_t, float> && std::is_same_v<scalar_t, acc_t>) {

@@ -177,7 +177,7 @@ template <typename scalar_t, typename acc_t>
 void plan_shrink(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {
     p.shrink = !p.halve && p.forward && p.h_first && p.read_in_place && p.w_cl == p.cl && p.cl <= 4 &&
-               (in.isa == Isa::Avx512 || in.isa == Isa::Avx2) && shrinks_enough(in.SW, in.DW, p.cl, in.isa) &&
+               in.isa != Isa::Portable && shrinks_enough(in.SW, in.DW, p.cl, in.isa) &&
                x86::build_shrink_plan(in.table, in.SW, in.DW, p.cl, p.shrink_plan);
     p.shrink_plan.isa = in.isa;
   }
