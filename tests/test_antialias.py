@@ -99,6 +99,22 @@ def test_low_precision_is_the_float32_computation_rounded_once(dtype, layout):
         assert_aa_backward_close(aa_backward(g, list(size), [2, 5, *in_hw], False), g, in_hw, False)
 
 
+@pytest.mark.parametrize("chunks", [32, 64])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_low_precision_rows_of_many_chunks(chunks, layout):
+    # float16/bfloat16 rows are widened a 2048-element chunk at a time into 64 direct-mapped slots; with 32 or 64
+    # chunks a row, rows two (one) apart share a slot, so a four-row pass must not read one row's slot for another.
+    inner = chunks * 2048 - 5
+    shape = (1, 1, 40, inner) if layout == "contiguous" else (1, inner // 3, 40, 3)
+    gen = torch.Generator().manual_seed(chunks)
+    x = make_layout(torch.randn(shape, generator=gen).bfloat16(), layout)
+    size = [10, shape[3]]
+    assert same_values(aa(x, size, False), aa(x.float(), size, False).bfloat16())
+    g = make_layout(torch.randn(*shape[:2], *size, generator=gen).bfloat16(), layout)
+    ref = aa_backward(g.float(), size, list(shape), False).bfloat16()
+    assert same_values(aa_backward(g, size, list(shape), False), ref)
+
+
 def our_axis_matrix(out_len, in_len, align, scale, dtype):
     eye = torch.eye(out_len, dtype=dtype).reshape(out_len, 1, 1, out_len)
     return aa_backward(eye, [1, out_len], [out_len, 1, 1, in_len], align, None, scale).reshape(out_len, in_len)

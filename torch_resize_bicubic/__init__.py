@@ -87,4 +87,4 @@ __all__ = [
     "NpuTiling",
     "NPU_KERNELS_BUILT",
 ]
-__version__ = "0.4.4"
+__version__ = "0.4.5"

@@ -74,12 +74,18 @@ void aa_sum_row(Isa cvt, out_t* out, int64_t inner, const AaAxis<acc_t>& axis, i
     }
     auto row = [&](int64_t e) { return row_at(e, j0, jc, n); };
     if (e0 == e1) std::fill(y, y + n, acc_t(0));
-    // Four rows per pass where there are four: the same order and bits as one at a time.
+    // Four rows per pass where there are four: the same order and bits as one at a time. Widened rows come through
+    // the cache's direct-mapped slots, where rows j apart share one if j times the rows' chunk count is a multiple of
+    // the slot count (rows of 32 chunks: two apart), so four go together only where they got four slots.
     int64_t e = e0;
-    for (; e + 4 <= e1; e += 4) {
-      if (widens && axis.src[e + 3] - axis.src[e] != 3) break;
-      axpy4(y, row(e), row(e + 1), row(e + 2), row(e + 3), axis.w.data() + e, e == e0, n);
-    }
+    const acc_t* r[4];
+    auto take4 = [&] {
+      for (int64_t j = 0; j < 4; ++j) r[j] = row(e + j);
+      for (int64_t j = 1; widens && j < 4; ++j)
+        if (std::find(r, r + j, r[j]) != r + j) return false;
+      return true;
+    };
+    for (; e + 4 <= e1 && take4(); e += 4) axpy4(y, r[0], r[1], r[2], r[3], axis.w.data() + e, e == e0, n);
     for (; e < e1; ++e) {
       if (e == e0) {
         axpy_into_zero(y, row(e), axis.w[e], n);
