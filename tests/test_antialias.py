@@ -335,7 +335,8 @@ for shape, size, cl in [((2, 3, 120, 90), (17, 40), False), ((2, 3, 120, 90), (1
                         ((1, 3, 50, 41), (50, 5), True), ((2, 12, 24, 24), (16, 16), False),
                         ((1, 40, 14, 14), (37, 37), False), ((1, 24, 40, 30), (13, 11), True),
                         ((2, 16, 33, 9), (5, 40), True), ((1, 24, 30, 40), (11, 13), True),
-                        ((3, 2, 70, 150), (150, 300), False)]:
+                        ((3, 2, 70, 150), (150, 300), False), ((1, 3, 1080, 1920), (224, 224), False),
+                        ((1, 3, 1080, 1920), (224, 224), True)]:
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         x = torch.randn(shape, generator=gen).to(dtype)
         if cl:
@@ -351,6 +352,7 @@ print(h.hexdigest())
 def test_bitwise_identical_across_threads_isas_and_loops():
     # The channels_last cases with 16 or more channels run fused, the larger NCHW planes plane by plane
     # (test_plan_names_its_loops); RBG_AA_UNFUSED=1 runs them in two passes with a tensor between: the same bits.
+    # The 1080p gradients' float32 rows are stored with non-temporal stores, except on the portable loops.
     runs = {}
     variants = [("default-2", {}, 2), ("default-1", {}, 1), ("unfused", {"RBG_AA_UNFUSED": "1"}, 2)]
     if platform.machine() in ("x86_64", "AMD64"):  # the x86 kernels switched off (elsewhere only portable loops)
@@ -361,6 +363,10 @@ def test_bitwise_identical_across_threads_isas_and_loops():
         assert out.returncode == 0, out.stderr
         runs[name] = out.stdout.strip()
     assert len(set(runs.values())) == 1, runs
+
+
+# Whether the engine plans its x86 kernels here (the CPU has AVX2 or AVX-512 and RBG_CPU_PORTABLE is not set).
+X86_KERNELS = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") and not os.environ.get("RBG_CPU_PORTABLE")
 
 
 def test_plan_names_its_loops():
@@ -394,6 +400,18 @@ def test_plan_names_its_loops():
     assert "planes in lanes" in pos_embed and "W w_pass_lanes" in pos_embed and "H rows axpy" in pos_embed
     assert "planes" not in plan(torch.empty(1, 768, 24, 24).contiguous(memory_format=torch.channels_last), 16, 16)
     assert "planes" not in plan(torch.empty(1, 3, 24, 24), 16, 16)  # too few planes to fill the lanes
+    # A large float32 output whose last rows pass spreads each row over 3 or more (the gradient of a downscale by 3
+    # or more): streaming stores on the x86 kernels; not for a factor of 2, a small output or another dtype.
+    streams = plan(torch.empty(1, 3, 224, 224), 1080, 1920, transpose=True)
+    assert ("H rows axpy [portable] 224 -> 1080, 4302 terms, streaming stores [" in streams) == X86_KERNELS, streams
+    for cl in (torch.contiguous_format, torch.channels_last):
+        assert ("streaming" in plan(torch.empty(1, 3, 360, 640).contiguous(memory_format=cl), 1080, 1920,
+                                    transpose=True)) == X86_KERNELS
+        assert "streaming" not in plan(torch.empty(1, 3, 540, 960).contiguous(memory_format=cl), 1080, 1920,
+                                       transpose=True)
+    assert "streaming" not in plan(torch.empty(1, 3, 224, 224, dtype=torch.bfloat16), 1080, 1920, transpose=True)
+    assert "streaming" not in plan(torch.empty(1, 3, 224, 224, dtype=torch.float64), 1080, 1920, transpose=True)
+    assert "streaming" not in plan(torch.empty(1, 3, 100, 100), 600, 600, transpose=True)  # 4.1 MiB
 
 
 # ---- the aten override routes aten's AA pair (CPU, float32 and float64) -------------------------------------------

@@ -125,9 +125,27 @@ void rows_task(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* 
          cache);
 }
 
+// Task t of a rows pass planned with streaming stores (float): the destination row summed from its terms in
+// registers, in table order from zero (the bits of aa_sum_row), and stored once.
+inline void stream_rows_task(const AaPass& p, const AaAxis<float>& axis, const float* src, float* dst, int64_t t) {
+  const int64_t o = t / p.dst_len, d = t % p.dst_len, e0 = axis.ptr[d], k = axis.ptr[d + 1] - e0;
+  const float* rows[kMaxRowTerms];
+  for (int64_t j = 0; j < k; ++j) rows[j] = src + (o * p.src_len + axis.src[e0 + j]) * p.inner;
+  stream_sum_rows(p.stream_isa, dst + (o * p.dst_len + d) * p.inner, rows, axis.w.data() + e0, k, p.inner);
+}
+
 template <typename in_t, typename out_t, typename acc_t>
 void run_rows(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* src, out_t* dst) {
   constexpr bool kConverts = !std::is_same_v<in_t, acc_t> || !std::is_same_v<out_t, acc_t>;
+  if constexpr (std::is_same_v<in_t, float> && std::is_same_v<out_t, float> && std::is_same_v<acc_t, float>) {
+    if (p.stream) {
+      at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) stream_rows_task(p, axis, src, dst, t);
+        store_fence();  // the non-temporal stores land before another thread or the caller reads the rows
+      });
+      return;
+    }
+  }
   at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
     std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
     for (int64_t t = begin; t < end; ++t) rows_task(p, axis, cvt, src, dst, t, 0, cache.get());

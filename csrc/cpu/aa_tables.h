@@ -31,6 +31,12 @@ struct AaAxis {
   std::vector<acc_t> w;
 
   int64_t terms() const { return static_cast<int64_t>(src.size()); }
+  // The most terms one destination has.
+  int64_t max_terms() const {
+    int64_t most = 0;
+    for (int64_t d = 0; d < dst_len; ++d) most = std::max(most, ptr[d + 1] - ptr[d]);
+    return most;
+  }
 };
 
 // Every window of the resize in -> out, in o order: fn(o, first, count, weights).
