@@ -336,7 +336,7 @@ for shape, size, cl in [((2, 3, 120, 90), (17, 40), False), ((2, 3, 120, 90), (1
                         ((1, 40, 14, 14), (37, 37), False), ((1, 24, 40, 30), (13, 11), True),
                         ((2, 16, 33, 9), (5, 40), True), ((1, 24, 30, 40), (11, 13), True),
                         ((3, 2, 70, 150), (150, 300), False), ((1, 3, 1080, 1920), (224, 224), False),
-                        ((1, 3, 1080, 1920), (224, 224), True)]:
+                        ((1, 3, 1080, 1920), (224, 224), True), ((1, 3, 360, 640), (1080, 1920), True)]:
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         x = torch.randn(shape, generator=gen).to(dtype)
         if cl:
@@ -352,7 +352,8 @@ print(h.hexdigest())
 def test_bitwise_identical_across_threads_isas_and_loops():
     # The channels_last cases with 16 or more channels run fused, the larger NCHW planes plane by plane
     # (test_plan_names_its_loops); RBG_AA_UNFUSED=1 runs them in two passes with a tensor between: the same bits.
-    # The 1080p gradients' float32 rows are stored with non-temporal stores, except on the portable loops.
+    # The 1080p gradients' and the 3x upscale's float32 rows are stored with non-temporal stores, except on the
+    # portable loops.
     runs = {}
     variants = [("default-2", {}, 2), ("default-1", {}, 1), ("unfused", {"RBG_AA_UNFUSED": "1"}, 2)]
     if platform.machine() in ("x86_64", "AMD64"):  # the x86 kernels switched off (elsewhere only portable loops)
