@@ -16,6 +16,7 @@
 #include "aa_tables.h"
 #include "dispatch.h"
 #include "isa.h"
+#include "plan.h"
 #include "threads.h"
 
 namespace rbg::cpu {
@@ -191,17 +192,16 @@ void plan_per_plane(AaPlan& plan, int64_t planes, double terms_per_plane) {
   plan.per_plane_grain = grain_for(kAaNsPerTerm * terms_per_plane);
 }
 
-// Float outputs of kAaStreamStoreBytes or more written by a rows pass (not inside the planes, fused or per-plane
-// loops) that spreads each source row over kAaStreamGrowth or more destination rows of at most kMaxRowTerms terms
-// (the gradient of a downscale by 3 or more, an upscale by 3 or more): non-temporal stores, as the plain engine's
-// gradient, each line written once and never read. Measured on 1080p RGB gradients of downscales by 3 to 8.6:
-// 1.11-1.39x; by 2: 0.92-1.01x; upscales by 3 or 4: 0.93-1.15x.
-constexpr int64_t kAaStreamStoreBytes = int64_t{8} << 20;
+// Float outputs of FastPlan::kStreamStoreBytes (the plain engine's threshold) or more written by a rows pass (not
+// inside the planes, fused or per-plane loops) that spreads each source row over kAaStreamGrowth or more destination
+// rows of at most kMaxRowTerms terms (the gradient of a downscale by 3 or more, an upscale by 3 or more):
+// non-temporal stores, as the plain engine's gradient, each line written once and never read. Measured on 1080p RGB
+// gradients of downscales by 3 to 8.6: 1.11-1.39x; by 2: 0.92-1.01x; upscales by 3 or 4: 0.93-1.15x.
 constexpr int64_t kAaStreamGrowth = 3;
 
 template <typename scalar_t, typename acc_t>
 void plan_stream_out(AaPlan& plan, const AaTables<acc_t>& t, int64_t out_bytes) {
-  if (!std::is_same_v<scalar_t, float> || cpu_isa() == Isa::Portable || out_bytes < kAaStreamStoreBytes ||
+  if (!std::is_same_v<scalar_t, float> || cpu_isa() == Isa::Portable || out_bytes < FastPlan::kStreamStoreBytes ||
       plan.planes || plan.fused || plan.per_plane)
     return;
   AaPass& last = plan.second.loop != AaLoop::Skip ? plan.second : plan.first;
