@@ -11,6 +11,7 @@
 #include "cpu/aa_resampler.h"
 #include "cpu/axis.h"
 #include "cpu/bicubic_resampler.h"
+#include "cpu/output_cache.h"
 #include "emulator/npu_emulator.h"
 #include "torch_checks.h"
 
@@ -132,6 +133,23 @@ PYBIND11_MODULE(_C, m) {
         return py::make_tuple(s.bytes, s.float_sets, s.double_sets);
       },
       "The CPU engine's scratch now: (bytes allocated, sets kept for float work, sets kept for float64 work)");
+  m.def(
+      "_output_cache_info",
+      [] {
+        const rbg::cpu::OutputCacheInfo i = rbg::cpu::output_cache_info();
+        py::dict d;
+        d["limit_bytes"] = i.limit_bytes;
+        d["cached_bytes"] = i.cached_bytes;
+        d["cached_buffers"] = i.cached_buffers;
+        d["hits"] = i.hits;
+        d["misses"] = i.misses;
+        return d;
+      },
+      "The CPU output cache now: limit_bytes, cached_bytes, cached_buffers, hits, misses");
+  m.def("_empty_output_cache", &rbg::cpu::empty_output_cache,
+        "Returns the CPU output cache's kept buffers to the system; the bytes returned");
+  m.def("_set_output_cache_limit", &rbg::cpu::set_output_cache_limit, py::arg("limit_bytes"),
+        "Sets how many bytes of freed outputs the CPU output cache keeps (0: none)");
   m.def("_mute_plan_printing", &rbg::cpu::mute_plan_printing, py::arg("muted"),
         "Stops (True) or resumes RBG_CPU_PLAN=1's printing of each call's plan (the package's probes at import)");
   m.def("_overflow_guard_rows", &rbg::cpu::overflow_guard_rows,

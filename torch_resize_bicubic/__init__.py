@@ -18,6 +18,7 @@ Use it three ways:
 
 Values follow PyTorch's CPU kernels (the gradient up to summation order, the forward within a bound tied to PyTorch's
 own float32 error); inf and NaN land where PyTorch's do; results are bitwise identical across thread counts.
+Large CPU outputs reuse freed memory (``output_cache_info``, ``empty_cache``, ``set_output_cache_limit``).
 ``npu_tiling``, ``emulate_npu_kernel`` and ``npu_core_work`` show and run the NPU kernels' plan on any machine.
 README.md has the guarantees; docs/api.md the details.
 """
@@ -70,6 +71,7 @@ NPU_KERNELS_BUILT = _load_npu_kernels()
 from . import _meta  # noqa: F401  (fake kernels and autograd)
 from .api import resize_bicubic, resize_bicubic_v2_grad, upsample_bicubic2d_backward
 from .npu import NpuCoreWork, NpuTiling, emulate_npu_kernel, npu_core_work, npu_tiling
+from .output_cache import empty_cache, output_cache_info, set_output_cache_limit
 from .override import aten_override, aten_override_enabled, disable_aten_override, enable_aten_override
 
 __all__ = [
@@ -86,5 +88,8 @@ __all__ = [
     "aten_override",
     "NpuTiling",
     "NPU_KERNELS_BUILT",
+    "empty_cache",
+    "output_cache_info",
+    "set_output_cache_limit",
 ]
 __version__ = "0.4.5"

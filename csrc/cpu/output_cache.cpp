@@ -1,0 +1,239 @@
+#include "output_cache.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/mman.h>
+#define RBG_OUTPUT_CACHE 1
+#else
+#define RBG_OUTPUT_CACHE 0
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RBG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RBG_ASAN 1
+#endif
+#endif
+
+namespace rbg::cpu {
+namespace {
+
+// Buffers are whole, aligned huge pages (2 MiB on x86-64 and 4 KiB-page arm64): every page of a large output can be
+// a transparent huge page, and a size class is simply a page count.
+constexpr size_t kBufferAlign = size_t{2} << 20;
+
+size_t round_to_buffer(size_t bytes) { return (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign; }
+
+struct Buffer {
+  void* data;
+  size_t capacity;
+};
+
+int64_t default_limit_bytes() {
+#if defined(RBG_ASAN)
+  int64_t mb = 0;  // AddressSanitizer sees PyTorch's allocations, not these mappings
+#else
+  int64_t mb = 256;
+#endif
+  if (const char* env = std::getenv("RBG_CPU_OUTPUT_CACHE_MB")) {
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && errno == 0 && value >= 0 && value <= (int64_t{1} << 40))
+      mb = value;
+    else
+      TORCH_WARN("torch_resize_bicubic: RBG_CPU_OUTPUT_CACHE_MB=", env,
+                 " is not a whole number of megabytes (0 or more); using ", mb);
+  }
+  return mb << 20;
+}
+
+#if RBG_OUTPUT_CACHE
+Buffer* map_buffer(size_t capacity) {
+  void* raw = mmap(nullptr, capacity + kBufferAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (begin + kBufferAlign - 1) & ~uintptr_t{kBufferAlign - 1};
+  if (aligned > begin) munmap(raw, aligned - begin);
+  const uintptr_t tail = aligned + capacity, raw_end = begin + capacity + kBufferAlign;
+  if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
+#if defined(MADV_HUGEPAGE)
+  madvise(reinterpret_cast<void*>(aligned), capacity, MADV_HUGEPAGE);  // a hint; honoured in THP's madvise mode
+#endif
+  return new Buffer{reinterpret_cast<void*>(aligned), capacity};
+}
+
+void unmap_buffer(Buffer* b) {
+  munmap(b->data, b->capacity);
+  delete b;
+}
+
+// Lets the kernel take a kept buffer's pages back under memory pressure; a write cancels that page by page, and
+// every output is written whole before anything reads it.
+void lend_to_kernel(Buffer* b) {
+#if defined(MADV_FREE)
+  madvise(b->data, b->capacity, MADV_FREE);
+#else
+  (void)b;
+#endif
+}
+#endif
+
+class OutputCache {
+ public:
+  OutputCache() : limit_(default_limit_bytes()) {
+#if RBG_OUTPUT_CACHE
+    // A child forked while another thread holds the lock would wait forever: hold it across fork.
+    pthread_atfork([] { instance().mu_.lock(); }, [] { instance().mu_.unlock(); }, [] { instance().mu_.unlock(); });
+#endif
+  }
+
+  // Never destroyed: tensors freed during interpreter shutdown still come back here.
+  static OutputCache& instance() {
+    static OutputCache* cache = new OutputCache();
+    return *cache;
+  }
+
+  int64_t limit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return limit_;
+  }
+
+#if RBG_OUTPUT_CACHE
+  // A buffer of at least `capacity` bytes (a multiple of kBufferAlign): a kept one that fits closely (at most an
+  // eighth larger), else a new mapping.
+  Buffer* take(size_t capacity) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = kept_.end();
+      for (auto it = kept_.begin(); it != kept_.end(); ++it)
+        if ((*it)->capacity >= capacity && (*it)->capacity - capacity <= capacity / 8 &&
+            (best == kept_.end() || (*it)->capacity < (*best)->capacity))
+          best = it;
+      if (best != kept_.end()) {
+        Buffer* b = *best;
+        kept_.erase(best);
+        cached_ -= static_cast<int64_t>(b->capacity);
+        ++hits_;
+        return b;
+      }
+      ++misses_;
+    }
+    Buffer* b = map_buffer(capacity);
+    if (b == nullptr) {  // out of address space or memory: what is kept goes first
+      empty();
+      b = map_buffer(capacity);
+    }
+    TORCH_CHECK_WITH(OutOfMemoryError, b != nullptr, "torch_resize_bicubic: could not map ", capacity,
+                     " bytes for an output (errno ", errno, ")");
+    return b;
+  }
+
+  void give_back(Buffer* b) {
+    lend_to_kernel(b);
+    std::vector<Buffer*> release;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kept_.insert(kept_.begin(), b);  // most recent first; the oldest leave first
+      cached_ += static_cast<int64_t>(b->capacity);
+      while (cached_ > limit_) {
+        release.push_back(kept_.back());
+        cached_ -= static_cast<int64_t>(kept_.back()->capacity);
+        kept_.pop_back();
+      }
+    }
+    for (Buffer* r : release) unmap_buffer(r);
+  }
+#endif
+
+  int64_t empty() { return shrink_to(-1); }
+
+  void set_limit(int64_t bytes) { shrink_to(bytes); }
+
+  OutputCacheInfo info() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {limit_, cached_, static_cast<int64_t>(kept_.size()), hits_, misses_};
+  }
+
+ private:
+  // Sets the limit to `new_limit` (-1: keeps it) and releases what no longer fits; the bytes released.
+  int64_t shrink_to(int64_t new_limit) {
+    std::vector<Buffer*> release;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (new_limit >= 0) limit_ = new_limit;
+      const int64_t keep = new_limit < 0 ? 0 : limit_;
+      while (cached_ > keep) {
+        release.push_back(kept_.back());
+        cached_ -= static_cast<int64_t>(kept_.back()->capacity);
+        kept_.pop_back();
+      }
+    }
+    int64_t bytes = 0;
+    for (Buffer* r : release) {
+      bytes += static_cast<int64_t>(r->capacity);
+#if RBG_OUTPUT_CACHE
+      unmap_buffer(r);
+#endif
+    }
+    return bytes;
+  }
+
+  std::mutex mu_;
+  std::vector<Buffer*> kept_;
+  int64_t limit_;
+  int64_t cached_ = 0, hits_ = 0, misses_ = 0;
+};
+
+#if RBG_OUTPUT_CACHE
+void give_back_buffer(void* ctx) { OutputCache::instance().give_back(static_cast<Buffer*>(ctx)); }
+#endif
+
+class OutputAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) override {
+#if RBG_OUTPUT_CACHE
+    if (output_cache_takes(static_cast<int64_t>(bytes))) {
+      Buffer* b = OutputCache::instance().take(round_to_buffer(bytes));
+      return {b->data, b, &give_back_buffer, c10::Device(c10::DeviceType::CPU)};
+    }
+#endif
+    return c10::GetDefaultCPUAllocator()->allocate(bytes);  // a small storage (resize_ can ask for one)
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+}  // namespace
+
+c10::Allocator* output_allocator() {
+  static OutputAllocator* allocator = new OutputAllocator();  // storages may outlive static destruction
+  return allocator;
+}
+
+bool output_cache_takes(int64_t bytes) {
+  if (!RBG_OUTPUT_CACHE || bytes < kCachedOutputMinBytes) return false;
+  return static_cast<uint64_t>(bytes) <= static_cast<uint64_t>(OutputCache::instance().limit());
+}
+
+OutputCacheInfo output_cache_info() { return OutputCache::instance().info(); }
+
+int64_t empty_output_cache() { return OutputCache::instance().empty(); }
+
+void set_output_cache_limit(int64_t bytes) {
+  TORCH_CHECK_VALUE(bytes >= 0, "the output cache's limit is 0 or more bytes, not ", bytes);
+  OutputCache::instance().set_limit(bytes);
+}
+
+}  // namespace rbg::cpu

@@ -1,0 +1,38 @@
+// The memory of large CPU outputs, kept after PyTorch frees them for the next output of about the same size.
+//
+// A fresh output of many megabytes costs the kernel's page faults and zeroing on its first writes (on the machines
+// measured, 2-3x the resize that fills it); a training loop frees and asks for the same sizes every step. Freed
+// buffers wait here, up to a limit in bytes, each handed to the kernel as lazily freeable (MADV_FREE), so that
+// memory pressure takes them back instead of swapping. The tensors are ordinary resizable CPU tensors; only their
+// storage's allocator is this one.
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+#include <cstdint>
+
+namespace rbg::cpu {
+
+// Outputs of at least this many bytes come from the cache (smaller ones from PyTorch's allocator, whose heap keeps
+// them already).
+constexpr int64_t kCachedOutputMinBytes = int64_t{4} << 20;
+
+struct OutputCacheInfo {
+  int64_t limit_bytes;     // freed memory kept at most (RBG_CPU_OUTPUT_CACHE_MB; 0: none, outputs as before)
+  int64_t cached_bytes;    // freed memory kept now
+  int64_t cached_buffers;  // buffers kept now
+  int64_t hits;            // allocations served from kept memory
+  int64_t misses;          // allocations that mapped new memory
+};
+
+// The allocator of cached outputs (the storage's allocator: resize_ and friends come back here).
+c10::Allocator* output_allocator();
+// Whether outputs of `bytes` bytes come from the cache (the limit is set and the output large enough).
+bool output_cache_takes(int64_t bytes);
+OutputCacheInfo output_cache_info();
+// Returns every kept buffer to the system; the bytes returned.
+int64_t empty_output_cache();
+// Sets the limit (bytes; 0 turns the cache off and empties it).
+void set_output_cache_limit(int64_t bytes);
+
+}  // namespace rbg::cpu
