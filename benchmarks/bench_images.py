@@ -20,7 +20,9 @@ Writes benchmarks/results/bench_images.{txt,png} (with --input both) and prints 
 
 --set large: large downscales (factors 2.5 to 18, the most common resize: a frame to a model's input, a thumbnail),
 NCHW and channels_last, forward against PyTorch, OpenCV (on the same values as an HWC array, one call per image) and
-the read floor, the gradient against PyTorch and the write floor. Values are checked first. The floors are the
+the read floor, the gradient against PyTorch (a fresh output, and its out= form into one of four kept buffers in
+turn: what a caching allocator would give it, as our output cache gives ours) and the write floor. Values are
+checked first. The floors are the
 engine's own loops on the same threads: the forward's, a read of just the rows its taps reach
 (`_C._read_rows`, the overflow guard's magnitude test over them); the gradient's, its output's bytes written with the
 engine's non-temporal whole-line stores into one of four kept buffers in turn (`_C._stream_fill`), as
@@ -113,12 +115,13 @@ def run_large(cv2, repeats):
         lines.append(line)
 
     say(f"torch {torch.__version__}, OpenCV {cv2.__version__}, float32, 2 threads, medians of {repeats} interleaved "
-        "rounds, fresh outputs; floors: read of the rows the taps reach (forward), streamed write of the output "
-        "into kept buffers (gradient)\n")
+        "rounds, fresh outputs (ours through the output cache, which reuses freed ones); PyTorch's gradient also "
+        "into kept buffers (its out= form, as a caching allocator would serve it); floors: read of the rows the "
+        "taps reach (forward), streamed write of the output into kept buffers (gradient)\n")
     say("| case | layout | max diff vs PyTorch / OpenCV / grad (rel) | fwd ours ms | PyTorch | OpenCV | floor | vs PyTorch | vs OpenCV | x floor | "
-        "grad ours ms | PyTorch | floor | vs PyTorch | x floor |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    fwd_pt, fwd_cv, grad_pt = [], [], []
+        "grad ours ms | PyTorch | PyTorch kept | floor | vs PyTorch | vs kept | x floor |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    fwd_pt, fwd_cv, grad_pt, grad_kept = [], [], [], []
     for name, n, c, h, w, oh, ow in LARGE:
         for layout, fmt in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_last)):
             gen = torch.Generator().manual_seed(0)
@@ -134,6 +137,9 @@ def run_large(cv2, repeats):
             pt_g = lambda: torch.ops.aten.upsample_bicubic2d_backward(g, [oh, ow], [n, c, h, w], False)  # noqa: E731
             kept = itertools.cycle([torch.empty_like(x) for _ in range(4)])
             write_floor = lambda: _C._stream_fill(next(kept), 0.0)  # noqa: E731
+            kept_pt = itertools.cycle([torch.empty_like(x) for _ in range(4)])
+            pt_g_kept = lambda: torch.ops.aten.upsample_bicubic2d_backward.grad_input(  # noqa: E731
+                g, [oh, ow], [n, c, h, w], False, grad_input=next(kept_pt))
             # Values first: against PyTorch (both directions) and OpenCV (the forward; float32 sums, its own order).
             d_pt = float((ours() - pt()).abs().max())
             d_cv = max(float(np.abs(ours()[i].permute(1, 2, 0).numpy() - np.atleast_3d(y)).max())
@@ -144,16 +150,18 @@ def run_large(cv2, repeats):
             # range (PyTorch's fused multiply-adds, OpenCV's fixed-point coordinates), never more.
             assert d_pt < 1e-3 and d_cv < 1e-3 and d_g < 1e-5, (name, layout, d_pt, d_cv, d_g)
             t_o, t_p, t_c, t_f = (t * 1e3 for t in medians([ours, pt, cv, read_floor], repeats))
-            g_o, g_p, g_f = (t * 1e3 for t in medians([ours_g, pt_g, write_floor], repeats))
+            g_o, g_p, g_k, g_f = (t * 1e3 for t in medians([ours_g, pt_g, pt_g_kept, write_floor], repeats))
             fwd_pt.append(t_p / t_o)
             fwd_cv.append(t_c / t_o)
             grad_pt.append(g_p / g_o)
+            grad_kept.append(g_k / g_o)
             say(f"| {name} | {layout} | {d_pt:.0e} / {d_cv:.0e} / {d_g:.0e} | {t_o:.2f} | {t_p:.2f} | {t_c:.2f} | {t_f:.2f} | {t_p / t_o:.2f}x | "
-                f"{t_c / t_o:.2f}x | {t_o / t_f:.2f} | {g_o:.2f} | {g_p:.2f} | {g_f:.2f} | {g_p / g_o:.2f}x | "
-                f"{g_o / g_f:.2f} |")
+                f"{t_c / t_o:.2f}x | {t_o / t_f:.2f} | {g_o:.2f} | {g_p:.2f} | {g_k:.2f} | {g_f:.2f} | {g_p / g_o:.2f}x | "
+                f"{g_k / g_o:.2f}x | {g_o / g_f:.2f} |")
     geo = lambda r: math.exp(sum(map(math.log, r)) / len(r))  # noqa: E731
     say(f"\nforward: geometric mean {geo(fwd_pt):.2f}x PyTorch (min {min(fwd_pt):.2f}x), {geo(fwd_cv):.2f}x OpenCV "
-        f"(min {min(fwd_cv):.2f}x); gradient: geometric mean {geo(grad_pt):.2f}x PyTorch (min {min(grad_pt):.2f}x)")
+        f"(min {min(fwd_cv):.2f}x); gradient: geometric mean {geo(grad_pt):.2f}x PyTorch (min {min(grad_pt):.2f}x), "
+        f"{geo(grad_kept):.2f}x PyTorch into kept buffers (min {min(grad_kept):.2f}x)")
     return lines
 
 
