@@ -145,6 +145,16 @@ def test_a_cached_output_is_an_ordinary_resizable_tensor(cache):
     assert torch.equal(doubled, out + out)
 
 
+def test_sharing_moves_an_output_out_and_returns_its_buffer(cache):
+    out = gradient()()
+    expected = out.clone()
+    out.share_memory_()  # PyTorch copies it into shared memory and frees the old storage
+    assert out.is_shared() and torch.equal(out, expected)
+    assert cache()["cached_buffers"] == 1
+    again = gradient()()  # takes the returned buffer; the shared tensor keeps its values
+    assert cache()["hits"] == 1 and torch.equal(out, expected) and torch.equal(again, expected)
+
+
 def test_autograd_gradients_come_through_it(cache):
     x = torch.randn(1, 1, 1100, 1000, requires_grad=True)
     for _ in range(3):
