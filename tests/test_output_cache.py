@@ -1,4 +1,4 @@
-"""The CPU output cache: large outputs (4 MiB and more) reuse the memory of freed ones of about the same size, and
+"""The CPU output cache: large outputs (32 MiB and more) reuse the memory of freed ones of about the same size, and
 never memory that a live tensor still holds. Each test sets the limit it needs and restores the process's."""
 import os
 import subprocess
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 import torch_resize_bicubic as trb
 
 MIB = 1 << 20
-# An image whose gradient is just over 4 MiB of float32 (the cache's threshold), cheap under emulation too.
-IMAGE = (1, 1, 1100, 1000)
+# An image whose gradient is just over 32 MiB of float32 (the cache's threshold; 34 MiB of whole 2 MiB pages).
+IMAGE = (1, 1, 2900, 2900)
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_freed_output_is_reused_and_written_whole(cache, make):
     op = make()
     expected = uncached(op)
     first = op()
-    assert first.nbytes >= 4 * MIB and cache()["misses"] == 1 and cache()["hits"] == 0
+    assert first.nbytes >= 32 * MIB and cache()["misses"] == 1 and cache()["hits"] == 0
     address = first.data_ptr()
     first.fill_(float("nan"))  # what the next output must overwrite everywhere
     del first
@@ -92,30 +92,31 @@ def test_live_memory_is_never_reused(cache):
 
 
 def test_only_a_close_fit_is_taken(cache):
-    big = gradient(shape=(1, 1, 4000, 1000))()  # 16 MB
+    big = gradient(shape=(1, 1, 4000, 4000))()  # 64 MB
     del big
-    small = gradient()()  # 4.4 MB: the kept 16 MB would waste most of itself
+    small = gradient()()  # 34 MB: the kept 64 MB would waste most of itself
     assert cache()["hits"] == 0 and cache()["misses"] == 2 and cache()["cached_buffers"] == 1
     del small
     assert cache()["cached_buffers"] == 2
 
 
 def test_limit_evicts_the_oldest_and_empty_cache_returns_all(cache):
-    trb.set_output_cache_limit(10 * MIB)
+    trb.set_output_cache_limit(40 * MIB)
     op = gradient()
-    a, b = op(), op()  # 6 MiB buffers each (whole 2 MiB pages)
+    a, b = op(), op()  # 34 MiB buffers each (whole 2 MiB pages)
     address_b = b.data_ptr()
-    del b, a  # b kept first, then a: 12 MiB over the limit, so b (the oldest) goes
+    del b, a  # b kept first, then a: 68 MiB over the limit, so b (the oldest) goes
     info = cache()
-    assert info["cached_buffers"] == 1 and info["cached_bytes"] == 6 * MIB
+    assert info["cached_buffers"] == 1 and info["cached_bytes"] == 34 * MIB
     assert op().data_ptr() != address_b
-    assert trb.empty_cache() == 6 * MIB and cache()["cached_bytes"] == 0
+    assert trb.empty_cache() == 34 * MIB and cache()["cached_bytes"] == 0
 
 
 def test_outputs_beyond_the_limit_or_below_the_threshold_are_pytorch_allocations(cache):
-    trb.set_output_cache_limit(4 * MIB)  # the 4.4 MB output does not fit
+    trb.set_output_cache_limit(32 * MIB)  # the 34 MiB output does not fit
     out = gradient()()
-    small = gradient(shape=(1, 1, 500, 1000))()  # 2 MB, under the threshold
+    trb.set_output_cache_limit(256 * MIB)
+    small = gradient(shape=(1, 1, 2000, 2000))()  # 16 MB, under the threshold: PyTorch's heap reuses those
     del out, small
     assert cache()["misses"] == 0 and cache()["cached_buffers"] == 0
 
@@ -156,7 +157,7 @@ def test_sharing_moves_an_output_out_and_returns_its_buffer(cache):
 
 
 def test_autograd_gradients_come_through_it(cache):
-    x = torch.randn(1, 1, 1100, 1000, requires_grad=True)
+    x = torch.randn(*IMAGE, requires_grad=True)
     for _ in range(3):
         trb.resize_bicubic(x, size=(64, 64)).square().sum().backward()
     expected = x.detach().clone().requires_grad_()
