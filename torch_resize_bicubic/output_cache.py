@@ -2,9 +2,10 @@
 output of about the same size.
 
 A new output that large is mapped anew by glibc and costs the operating system's page faults and zeroing on its
-first writes, often more than the resize that fills it; a training loop frees and asks for the same sizes every step. Freed buffers wait in
-the cache, up to a limit (256 MiB unless ``RBG_CPU_OUTPUT_CACHE_MB`` says otherwise when the package loads; 0 turns
-it off), until an output that fits one closely takes it. The outputs are ordinary CPU tensors.
+first writes, often more than the resize that fills it; a training loop frees and asks for the same sizes every
+step. Freed buffers wait in the cache, up to a limit (256 MiB unless ``RBG_CPU_OUTPUT_CACHE_MB`` says otherwise when
+the package loads; 0 turns it off), until an output that fits one closely takes it. The outputs are ordinary CPU
+tensors.
 """
 from . import _C
 

@@ -136,13 +136,9 @@ class OutputCache {
       std::lock_guard<std::mutex> lock(mu_);
       kept_.insert(kept_.begin(), b);  // most recent first; the oldest leave first
       cached_ += static_cast<int64_t>(b->capacity);
-      while (cached_ > limit_) {
-        release.push_back(kept_.back());
-        cached_ -= static_cast<int64_t>(kept_.back()->capacity);
-        kept_.pop_back();
-      }
+      release = evict_over(limit_);
     }
-    for (Buffer* r : release) unmap_buffer(r);
+    unmap_all(release);
   }
 #endif
 
@@ -162,18 +158,28 @@ class OutputCache {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (new_limit >= 0) limit_ = new_limit;
-      const int64_t keep = new_limit < 0 ? 0 : limit_;
-      while (cached_ > keep) {
-        release.push_back(kept_.back());
-        cached_ -= static_cast<int64_t>(kept_.back()->capacity);
-        kept_.pop_back();
-      }
+      release = evict_over(new_limit < 0 ? 0 : limit_);
     }
+    return unmap_all(release);
+  }
+
+  // Takes the oldest kept buffers out until at most `keep` bytes are kept (mu_ held); they are unmapped unlocked.
+  std::vector<Buffer*> evict_over(int64_t keep) {
+    std::vector<Buffer*> evicted;
+    while (cached_ > keep) {
+      evicted.push_back(kept_.back());
+      cached_ -= static_cast<int64_t>(kept_.back()->capacity);
+      kept_.pop_back();
+    }
+    return evicted;
+  }
+
+  static int64_t unmap_all(const std::vector<Buffer*>& buffers) {
     int64_t bytes = 0;
-    for (Buffer* r : release) {
-      bytes += static_cast<int64_t>(r->capacity);
+    for (Buffer* b : buffers) {
+      bytes += static_cast<int64_t>(b->capacity);
 #if RBG_OUTPUT_CACHE
-      unmap_buffer(r);
+      unmap_buffer(b);
 #endif
     }
     return bytes;

@@ -1,7 +1,7 @@
 // The memory of large CPU outputs, kept after PyTorch frees them for the next output of about the same size.
 //
 // A fresh output of many megabytes costs the kernel's page faults and zeroing on its first writes (on the machines
-// measured, 2-3x the resize that fills it; glibc maps every allocation over 32 MiB anew); a training loop frees and
+// measured, 1.5-3.6x the gradient that fills it; glibc maps every allocation over 32 MiB anew); a training loop frees and
 // asks for the same sizes every step. Freed buffers wait here, up to a limit in bytes, for the next output that fits
 // them closely. The tensors are ordinary resizable CPU tensors; only their storage's allocator is this one.
 #pragma once
