@@ -280,9 +280,14 @@ def test_shrink(isa, cl, in_len, out_len, align, scale, specials):
     hw = [-0.0703125, 0.8671875, 0.2265625, -0.0234375]
     ref, ours = filled(out_len * cl), filled(out_len * cl)
     K.shrink_two_passes(ref, rows4, in_len, out_len, cl, align, scale, hw)
-    flag = K.shrink(isa, ours, rows4, in_len, out_len, cl, align, scale, hw)
+    flag, most = K.shrink(isa, ours, rows4, in_len, out_len, cl, align, scale, hw)
     assert_same(ours, ref)
     assert flag == (not bool(ref.isfinite().all()))
+    # The guard's input test on what the kernel reads: the largest magnitude (as bits) over the tapped columns of the
+    # four rows, and nothing from the columns between the windows.
+    taps = torch.tensor(sorted(set(K.w_taps(in_len, out_len, align, scale))))
+    tapped = rows4.view(4, in_len, cl)[:, taps, :]
+    assert most == int((tapped.view(torch.int32) & 0x7FFFFFFF).max())
     # Which were windowed (strips of 16 outputs for planes, single outputs for interleaved channels): with corners
     # aligned output 0's first tap clamps to column 0; a last strip of fewer than 16 planes' outputs is never windowed;
     # whole strips and outputs of half-pixel reductions by 3 or more away from the ends always are.

@@ -1,5 +1,6 @@
 """The CPU engine's plan (csrc/cpu/plan.h, FastPlan, built by planner.h): decided before any thread starts, inspectable
 as one line (torch_resize_bicubic._C._cpu_plan, or RBG_CPU_PLAN=1 for every call), and what runs."""
+import math
 import os
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def test_plan_of_typical_shapes(shape, fmt, size, forward, expected):
     assert plan.startswith("forward" if forward else "backward"), plan
     for part in expected:
         assert (part in plan) == (X86_FAST or not isinstance(part, X86)), (part, plan)
+    assert "tapped column spans" not in plan, plan  # reductions by 2 at most: the taps reach every column
 
 
 def test_an_hwc_image_from_numpy_reads_interleaved_rows_and_writes_planes():
@@ -162,10 +164,15 @@ def test_large_downscales_read_only_the_rows_their_taps_reach(shape, fmt, size):
     plan = _C._cpu_plan(x, *size, True)
     assert plan.startswith("forward fast: H first") and "H pass tests inputs" in plan, plan
     # AVX-512 and AVX2 fuse both passes on the tapped columns (3 channels; planes of 1024 or more by 8 or more), the
-    # rows read whole by the input test first.
+    # kernel running the guard's input test on what it reads; the guard tests only the tapped column spans.
     shrunk = (avx512_kernels() or avx2_kernels()) and (fmt == CL or (shape[3] >= 1024 and shape[3] >= 8 * size[1]))
     assert ("x86::shrink_row" in plan) == shrunk, plan
     assert ("H combine4_magnitude [portable]" in plan) == (not shrunk), plan
+    # The guard tests the columns the taps reach: runs of them between columns no output reads.
+    cols = {min(max(math.floor(shape[3] / size[1] * (o + 0.5) - 0.5) - 1 + k, 0), shape[3] - 1)
+            for o in range(size[1]) for k in range(4)}
+    runs = sum(1 for c in cols if c - 1 not in cols)
+    assert f"guard on {runs} tapped column spans" in plan, plan
     assert_forward_close(torch.ops.cann.resize_bicubic_v2(x, list(size), False, [0.0, 0.0]), x, size, False)
     for dtype in (torch.bfloat16, torch.float64):  # rows widened or of doubles: the guard reads them itself
         plan = _C._cpu_plan(x.to(dtype), *size, True)

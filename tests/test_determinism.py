@@ -164,7 +164,7 @@ def isa_outputs():
             g[0, -1, -3:-1, -3:] = 3.0e38
             if shape[3] >= 3 * in_hw[1]:
                 # a huge value and a NaN on a row the taps reach, in columns they do not (the two passes' H pass reads
-                # whole rows; the fused one must flag those rows for the guard all the same)
+                # whole rows, the fused one the tapped columns only: the guard tests the tapped columns on both)
                 row = min(_taps(shape[2], in_hw[0], align))
                 cols = sorted(set(range(shape[3])) - _taps(shape[3], in_hw[1], align))
                 if cols:

@@ -95,7 +95,10 @@ for case in range(120):
     sc = (None, None) if align or rng.random() < 0.5 else (rng.uniform(0.2, 4), rng.uniform(0.2, 4))
     big = 60000.0 if dt == torch.float16 else 0.6 * torch.finfo(dt).max
     x = torch.randn(1, 2, h, w, dtype=torch.float64).to(dt)
-    x[..., :, 0] = big  # a value near the maximum in every row: every output row is recomputed
+    # Values near the maximum in every row, on columns every output's taps reach (any two neighbours hold an even
+    # column; taps clamped to one column sit on the first or the last): every output row is recomputed.
+    x[..., :, ::2] = big
+    x[..., :, -1] = big
     before = _C._overflow_guard_rows()
     ours = cann.resize_bicubic_v2(x, [oh, ow], align, [s or 0.0 for s in sc])
     assert dt == torch.float16 or _C._overflow_guard_rows() > before, case
@@ -193,6 +196,42 @@ def test_large_reductions_with_planted_values_land_where_pytorchs_do():
             assert "fast" in plan, plan
             assert ("H pass tests inputs" in plan) == (dtype == torch.float32), plan
             assert_nonfinite_like(forward(x, (7, 60)), aten.upsample_bicubic2d(x, [7, 60], False, None, None))
+
+
+def _tapped(in_len, out_len):
+    """Per output, the positions its forward taps reach along one axis (half-pixel, no scale: docs/design.md's rule)."""
+    import math
+
+    return [{min(max(math.floor(in_len / out_len * (o + 0.5) - 0.5) - 1 + k, 0), in_len - 1) for k in range(4)}
+            for o in range(out_len)]
+
+
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_the_guard_tests_only_the_columns_the_taps_reach(fmt, dtype):
+    # A reduction by 16 along W (float32: the fused kernel, which tests what it reads; otherwise the passes, which read
+    # rows whole and test the tapped spans of a row only where the whole row reaches the limit). Values at the limit,
+    # inf and NaN in columns no output reads change no bit and send no row to PyTorch's order; one in a tapped column
+    # sends exactly the rows whose taps reach it, which are then PyTorch's bits.
+    gen = torch.Generator().manual_seed(8)
+    x = torch.randn(1, 3, 40, 2048, generator=gen).to(dtype).contiguous(memory_format=fmt)
+    size, big = (10, 128), 0.9 * torch.finfo(dtype).max
+    cols = set().union(*_tapped(2048, 128))
+    between = [c for c in range(2048) if not {c - 1, c, c + 1} & cols]  # a column's margin: no rounding question
+    plain = forward(x, size)
+    planted = x.clone()
+    planted[0, 0, 7, between[5]], planted[0, 2, 20, between[-1]] = big, float("inf")
+    planted[0, 1, 33, between[len(between) // 2]] = float("nan")
+    before = _C._overflow_guard_rows()
+    assert same_values(forward(planted, size), plain)
+    assert _C._overflow_guard_rows() == before
+    tap = sorted(_tapped(2048, 128)[60])[1]
+    planted[0, 0, 7, tap] = big
+    ours, expected = forward(planted, size), aten.upsample_bicubic2d(planted, list(size), False, None, None)
+    hit = [o for o, rows in enumerate(_tapped(40, 10)) if 7 in rows]
+    assert _C._overflow_guard_rows() - before == len(hit)  # rows of the one plane (or image) that holds it
+    assert same_values(ours[:, :1, hit], expected[:, :1, hit])
+    assert_nonfinite_like(ours, expected)
 
 
 STREAM_ONLY = """

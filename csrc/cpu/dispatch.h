@@ -250,12 +250,13 @@ inline bool halve_walk(float* out, const float* const r[4], const float hw[4], c
 #endif
 }
 
-inline bool shrink_walk(float* out, const float* const r[4], const float hw[4], const x86::ShrinkPlan& p) {
+inline bool shrink_walk(float* out, const float* const r[4], const float hw[4], const x86::ShrinkPlan& p,
+                        uint32_t& most) {
 #ifdef RBG_X86_FAST
-  if (p.isa == Isa::Avx2) return x86::shrink_row_avx2(out, r, hw, p);
-  return x86::shrink_row(out, r, hw, p);
+  if (p.isa == Isa::Avx2) return x86::shrink_row_avx2(out, r, hw, p, most);
+  return x86::shrink_row(out, r, hw, p, most);
 #else
-  (void)out, (void)r, (void)hw, (void)p;
+  (void)out, (void)r, (void)hw, (void)p, (void)most;
   kernel_not_built("shrink_row");
 #endif
 }

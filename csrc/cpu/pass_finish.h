@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "aten_order.h"
 #include "dispatch.h"
@@ -19,13 +20,22 @@
 namespace rbg::cpu {
 namespace {
 
-// Whether source rows [r0, r1) of a unit hold a value that is inf, NaN or at least the plan's limit (the overflow
-// guard's input test, aten_order.h).
+// Whether source rows [r0, r1) of a unit hold, in a column some output's taps reach, a value that is inf, NaN or at
+// least the plan's limit (the overflow guard's input test, aten_order.h). Only tapped columns count, so that a kernel
+// that reads only those (x86::shrink_row) flags the same rows as the passes that read rows whole: those test the
+// whole row first, and only a row that reaches the limit somewhere is tested again on the tapped spans.
 template <typename scalar_t, typename acc_t>
 inline bool rows_reach_limit(const TaskState<scalar_t, acc_t>& st, const scalar_t* su, int64_t r0, int64_t r1) {
-  return std::isfinite(st.p.guard_limit) &&
-         box_reaches_limit(st.p.kernels.guard, su, st.io.sh, st.io.sw, st.io.sc, r0, r1, 0, st.io.tw.src_len, 0,
-                           st.p.cl, st.p.guard_limit);
+  auto box = [&](int64_t x0, int64_t x1) {
+    return box_reaches_limit(st.p.kernels.guard, su, st.io.sh, st.io.sw, st.io.sc, r0, r1, x0, x1, 0, st.p.cl,
+                             st.p.guard_limit);
+  };
+  if (!std::isfinite(st.p.guard_limit) || !box(0, st.io.tw.src_len)) return false;
+  const std::vector<int64_t>& spans = st.p.tapped_spans;
+  if (spans.empty()) return true;  // every column is tapped
+  for (size_t k = 0; k + 1 < spans.size(); k += 2)
+    if (box(spans[k], spans[k + 1])) return true;
+  return false;
 }
 
 // Whether the source rows that output rows [y0, y1) read hold a value at the limit: each row's window of taps, tested

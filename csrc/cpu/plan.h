@@ -146,6 +146,8 @@ struct FastPlan {
   double guard_limit = 0;        // the overflow guard's input limit (aten_order.h); +inf: outputs only (float16)
   bool tests_inputs = false;     // the H-first gather's H pass runs the guard's input test as it reads (float rows)
   uint32_t guard_bits = 0;       // ... against the limit's bits (magnitude.h)
+  std::vector<int64_t> tapped_spans;  // forward: the column spans [b, e) some output's W taps reach, as pairs b, e
+                                      // (the guard tests only these); empty where the taps reach every column
   std::vector<WChunk> chunks;    // the transposed W pass's output chunks
   int64_t max_span = 0;
   // Per-thread scratch, in elements of the accumulation type.
@@ -213,6 +215,7 @@ struct FastPlan {
     if (stream_out) s += ", streaming stores";
     if (rows_once) s += ", writes rows once";
     if (tests_inputs) s += ", H pass tests inputs";
+    if (!tapped_spans.empty()) s += ", guard on " + std::to_string(tapped_spans.size() / 2) + " tapped column spans";
     if (fetch_next) s += ", fetches next rows";
     return s + "; kernels " + kernel_names();
   }

@@ -308,6 +308,27 @@ void plan_threads(FastPlan& p, const PlanInput<scalar_t, acc_t>& in) {
   p.grain = grain_for(call_ns / static_cast<double>(p.units * p.blocks));
 }
 
+// The forward's tapped column spans (FastPlan::tapped_spans): the columns of the W table's taps, merged into runs;
+// none where they are every column (reductions by less than about 4).
+template <typename acc_t>
+std::vector<int64_t> tapped_column_spans(const AxisCsr<acc_t>& table, int64_t SW) {
+  std::vector<uint8_t> tapped(static_cast<size_t>(SW), 0);
+  for (const auto c : table.col) tapped[static_cast<size_t>(c)] = 1;
+  std::vector<int64_t> spans;
+  for (int64_t c = 0; c < SW;) {
+    if (!tapped[c]) {
+      ++c;
+      continue;
+    }
+    const int64_t b = c;
+    while (c < SW && tapped[c]) ++c;
+    spans.push_back(b);
+    spans.push_back(c);
+  }
+  if (spans.size() == 2 && spans[0] == 0 && spans[1] == SW) spans.clear();
+  return spans;
+}
+
 template <typename scalar_t, typename acc_t>
 FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<acc_t>& th, const AxisOp<acc_t>& tw,
                    const AxisCsr<acc_t>& table, bool channels_last_out, bool may_split_input = true) {
@@ -324,6 +345,7 @@ FastPlan plan_fast(const at::Tensor& src, const at::Tensor& dst, const AxisOp<ac
   plan_kernels_and_scratch(p, in);
   plan_threads(p, in);
   p.guard_limit = guard_input_limit<scalar_t, acc_t>(th.map, tw.map);
+  if (p.forward && std::isfinite(p.guard_limit)) p.tapped_spans = tapped_column_spans(table, in.SW);
   // Float rows read in place by the H-first gather: its H pass reads every row the taps reach, whole, so it runs the
   // guard's input test as it goes (combine4_magnitude) instead of the rows being read again after the passes.
   if constexpr (PlanInput<scalar_t, acc_t>::kFloatRows) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cpu/aa_tables.h"
@@ -227,10 +228,10 @@ void halve_two_passes_(at::Tensor out, const at::Tensor& rows4, int64_t in_len, 
   gather_(out, s, 1, in_len, in_len / 2, cl, false, 0.0);
 }
 
-// One output row of a plane shrunk along W (H first) from four source rows and H weights: the kernel's inf/NaN flag.
-// isa: avx512 or avx2.
-bool shrink_(const std::string& isa, at::Tensor out, const at::Tensor& rows4, int64_t in_len, int64_t out_len,
-             int64_t cl, bool align, double scale, const std::vector<double>& hw) {
+// One output row of a plane shrunk along W (H first) from four source rows and H weights: the kernel's inf/NaN flag
+// and the largest magnitude it read, as bits (the guard's input test). isa: avx512 or avx2.
+std::tuple<bool, int64_t> shrink_(const std::string& isa, at::Tensor out, const at::Tensor& rows4, int64_t in_len,
+                                  int64_t out_len, int64_t cl, bool align, double scale, const std::vector<double>& hw) {
   const AxisCsr<float> tw = w_table(in_len, out_len, align, scale);
   x86::ShrinkPlan plan;
   plan.isa = isa_of(isa);
@@ -240,7 +241,13 @@ bool shrink_(const std::string& isa, at::Tensor out, const at::Tensor& rows4, in
   for (int k = 0; k < 4; ++k) r[k] = f32(rows4) + k * in_len * cl;
   const float w[4] = {static_cast<float>(hw[0]), static_cast<float>(hw[1]), static_cast<float>(hw[2]),
                       static_cast<float>(hw[3])};
-  return shrink_walk(f32(out), r, w, plan);
+  uint32_t most = 0;
+  const bool nonfinite = shrink_walk(f32(out), r, w, plan, most);
+  return {nonfinite, static_cast<int64_t>(most)};
+}
+// The forward W table's taps (four per output, clamped to the row), as the planner reads them.
+std::vector<int64_t> w_taps_(int64_t in_len, int64_t out_len, bool align, double scale) {
+  return w_table(in_len, out_len, align, scale).col;
 }
 // The strips of 16 outputs whose windows are their taps (build_shrink_plan), for the tester to see both kinds run.
 std::vector<bool> shrink_windowed_(int64_t in_len, int64_t out_len, int64_t cl, bool align, double scale) {
@@ -285,5 +292,6 @@ PYBIND11_MODULE(_cpu_kernels, m) {
   m.def("halve_two_passes", &halve_two_passes_);
   m.def("shrink", &shrink_);
   m.def("shrink_windowed", &shrink_windowed_);
+  m.def("w_taps", &w_taps_);
   m.def("shrink_two_passes", &shrink_two_passes_);
 }
