@@ -75,6 +75,21 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i most_of(__m512i
 __attribute__((target("avx2"), always_inline)) inline __m256i most_of(__m256i most, __m256 v) {
   return _mm256_max_epu32(most, _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff)));
 }
+// Four loaded vectors, one per source row: the guard's test of their values, then their H sums,
+// ((v0 w0 + v1 w1) + v2 w2) + v3 w3 (combine4's order).
+__attribute__((target("avx512f"), always_inline)) inline __m512 tested_h_sums(const __m512 v[4], const __m512 wh[4],
+                                                                              __m512i& most) {
+  for (int k = 0; k < 4; ++k) most = most_of(most, v[k]);
+  const __m512 a = _mm512_add_ps(_mm512_mul_ps(v[0], wh[0]), _mm512_mul_ps(v[1], wh[1]));
+  return _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(v[2], wh[2])), _mm512_mul_ps(v[3], wh[3]));
+}
+__attribute__((target("avx2"), always_inline)) inline __m256 tested_h_sums(const __m256 v[4], const __m256 wh[4],
+                                                                           __m256i& most) {
+  for (int k = 0; k < 4; ++k) most = most_of(most, v[k]);
+  const __m256 a = _mm256_add_ps(_mm256_mul_ps(v[0], wh[0]), _mm256_mul_ps(v[1], wh[1]));
+  return _mm256_add_ps(_mm256_add_ps(a, _mm256_mul_ps(v[2], wh[2])), _mm256_mul_ps(v[3], wh[3]));
+}
+
 __attribute__((target("avx512f"), always_inline)) inline uint32_t most_in(__m512i most) {
   return static_cast<uint32_t>(_mm512_reduce_max_epu32(most));
 }
@@ -92,17 +107,13 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 shrink_windows(c
   return _mm512_insertf32x4(v, _mm_loadu_ps(row + st[3]), 3);
 }
 
-// The H sums of 4 outputs' windows, ((r0 w0 + r1 w1) + r2 w2) + r3 w3 (combine4's order).
+// The H sums of 4 outputs' windows (tested_h_sums: the guard's test, then combine4's order).
 __attribute__((target("avx512f"), always_inline)) inline __m512 shrink_h_sums(const float* const r[4],
                                                                               const int32_t* st, const __m512 wh[4],
                                                                               __m512i& most) {
-  __m512 v[4];
-  for (int k = 0; k < 4; ++k) {
-    v[k] = shrink_windows(r[k], st);
-    most = most_of(most, v[k]);
-  }
-  const __m512 a = _mm512_add_ps(_mm512_mul_ps(v[0], wh[0]), _mm512_mul_ps(v[1], wh[1]));
-  return _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(v[2], wh[2])), _mm512_mul_ps(v[3], wh[3]));
+  const __m512 v[4] = {shrink_windows(r[0], st), shrink_windows(r[1], st), shrink_windows(r[2], st),
+                       shrink_windows(r[3], st)};
+  return tested_h_sums(v, wh, most);
 }
 
 // Output i's value (channel ch) from the table, one column at a time: the same sums in the same order as the vectors.
@@ -160,14 +171,9 @@ __attribute__((target("avx512f"))) inline bool shrink_row_channels(float* out, c
     if (shrink_position(out, r, hw, p, i, carry_s, most)) continue;
     const int64_t e0 = static_cast<int64_t>(p.col[4 * i]) * cl;
     shrink_fetch_ahead(r, fetched, e0, i + 1 < out_len ? int64_t{p.col[4 * i + 4]} * cl : e0 + 4 * cl);
-    __m512 v[4];
-    for (int k = 0; k < 4; ++k) {
-      v[k] = _mm512_maskz_loadu_ps(window, r[k] + e0);
-      most_v = most_of(most_v, v[k]);
-    }
-    __m512 h = _mm512_add_ps(_mm512_mul_ps(v[0], wh[0]), _mm512_mul_ps(v[1], wh[1]));
-    h = _mm512_add_ps(h, _mm512_mul_ps(v[2], wh[2]));
-    h = _mm512_add_ps(h, _mm512_mul_ps(v[3], wh[3]));
+    const __m512 v[4] = {_mm512_maskz_loadu_ps(window, r[0] + e0), _mm512_maskz_loadu_ps(window, r[1] + e0),
+                         _mm512_maskz_loadu_ps(window, r[2] + e0), _mm512_maskz_loadu_ps(window, r[3] + e0)};
+    const __m512 h = tested_h_sums(v, wh, most_v);
     const __m512 ww = _mm512_permutexvar_ps(spread_v, _mm512_castps128_ps512(_mm_loadu_ps(p.w.data() + 4 * i)));
     const __m512 prod = _mm512_mul_ps(h, ww);
     __m512 acc = _mm512_add_ps(_mm512_setzero_ps(), prod);
@@ -241,13 +247,9 @@ __attribute__((target("avx2"))) inline bool shrink_row_channels_avx2(float* out,
     __m256 h[2];
     for (int half = 0; half < 2; ++half) {  // combine4's order
       const int64_t e = e0 + half * 2 * cl;
-      __m256 v[4];
-      for (int k = 0; k < 4; ++k) {
-        v[k] = _mm256_maskload_ps(r[k] + e, pair);
-        most_v = most_of(most_v, v[k]);
-      }
-      const __m256 a = _mm256_add_ps(_mm256_mul_ps(v[0], wh[0]), _mm256_mul_ps(v[1], wh[1]));
-      h[half] = _mm256_add_ps(_mm256_add_ps(a, _mm256_mul_ps(v[2], wh[2])), _mm256_mul_ps(v[3], wh[3]));
+      const __m256 v[4] = {_mm256_maskload_ps(r[0] + e, pair), _mm256_maskload_ps(r[1] + e, pair),
+                           _mm256_maskload_ps(r[2] + e, pair), _mm256_maskload_ps(r[3] + e, pair)};
+      h[half] = tested_h_sums(v, wh, most_v);
     }
     const __m256 w4 = _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_loadu_ps(p.w.data() + 4 * i), 0);
     const __m256 p01 = _mm256_mul_ps(h[0], _mm256_permutevar8x32_ps(w4, spread01)),
@@ -292,13 +294,9 @@ __attribute__((target("avx2"))) inline bool shrink_row_avx2(float* out, const fl
       for (int j = 0; j < 8; ++j) st[j] = col[4 * (i0 + j)];
       __m256 h[4];
       for (int g = 0; g < 4; ++g) {  // combine4's order, as shrink_h_sums
-        __m256 v[4];
-        for (int k = 0; k < 4; ++k) {
-          v[k] = shrink_windows8(r[k], st + g);
-          most_v = most_of(most_v, v[k]);
-        }
-        const __m256 a = _mm256_add_ps(_mm256_mul_ps(v[0], wh[0]), _mm256_mul_ps(v[1], wh[1]));
-        h[g] = _mm256_add_ps(_mm256_add_ps(a, _mm256_mul_ps(v[2], wh[2])), _mm256_mul_ps(v[3], wh[3]));
+        const __m256 v[4] = {shrink_windows8(r[0], st + g), shrink_windows8(r[1], st + g),
+                             shrink_windows8(r[2], st + g), shrink_windows8(r[3], st + g)};
+        h[g] = tested_h_sums(v, wh, most_v);
       }
       const __m256 lo01 = _mm256_unpacklo_ps(h[0], h[1]), lo23 = _mm256_unpacklo_ps(h[2], h[3]);
       const __m256 hi01 = _mm256_unpackhi_ps(h[0], h[1]), hi23 = _mm256_unpackhi_ps(h[2], h[3]);
