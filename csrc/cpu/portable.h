@@ -161,15 +161,20 @@ RBG_MULTIVERSION void w_pass_lanes_x4(acc_t* __restrict out, const acc_t* __rest
         a3[l] += s3[l] * w3;
       }
     }
-    acc_t* acc[4] = {a0, a1, a2, a3};
-    for (int d = 0; d < 4; ++d) {  // each destination's remaining entries, in order
+    // Each destination's remaining entries, in order, then its store: one call per accumulator (not an array of
+    // pointers to them, which kept the sums in memory, a store and reload per entry).
+    auto finish = [&](acc_t(&a)[L], int64_t d) __attribute__((always_inline)) {
       for (int64_t e = ptr[i + d] + common; e < ptr[i + d + 1]; ++e) {
         const acc_t* __restrict s = in + (src[e] - o_base) * L;
         const acc_t we = w[e];
-        for (int64_t l = 0; l < L; ++l) acc[d][l] += s[l] * we;
+        for (int64_t l = 0; l < L; ++l) a[l] += s[l] * we;
       }
-      for (int64_t l = 0; l < L; ++l) out[(i + d - i_begin) * L + l] = acc[d][l];
-    }
+      for (int64_t l = 0; l < L; ++l) out[(i + d - i_begin) * L + l] = a[l];
+    };
+    finish(a0, 0);
+    finish(a1, 1);
+    finish(a2, 2);
+    finish(a3, 3);
   }
   if (i < i_end) w_pass_lanes(out + (i - i_begin) * L, in, ptr, src, w, i, i_end, o_base);
 }
