@@ -37,17 +37,23 @@ namespace {
 
 // Source rows widened to the accumulation type (float16/bfloat16 sources), one thread's: direct-mapped on (outer
 // slice, row, chunk), so that consecutive destinations, whose windows overlap, widen each source row once.
+// Slots as long as the loop's longest row piece (`longest` elements, at most kAaRowChunk), not filled: a slot is
+// written before it is read (keys start at -1). Every thread builds one per call: 64 slots of kAaRowChunk, zeroed,
+// had cost short rows (64 channels: 512 KiB against 16 KiB) a fill and fresh pages on every call.
 template <typename acc_t>
 struct WidenedRows {
   static constexpr int64_t kSlots = 64;
-  std::vector<acc_t> rows = std::vector<acc_t>(kSlots * kAaRowChunk);
+  explicit WidenedRows(int64_t longest)
+      : chunk(std::clamp<int64_t>(longest, 1, kAaRowChunk)), rows(new acc_t[kSlots * chunk]), result(new acc_t[chunk]) {}
+  int64_t chunk;
+  std::unique_ptr<acc_t[]> rows;
   std::vector<int64_t> key = std::vector<int64_t>(kSlots, -1);
-  std::vector<acc_t> result = std::vector<acc_t>(kAaRowChunk);  // a destination chunk before it is narrowed
+  std::unique_ptr<acc_t[]> result;  // a destination chunk before it is narrowed
 
   template <typename in_t>
   const acc_t* get(Isa cvt, int64_t k, const in_t* src, int64_t n) {
     const int64_t slot = k % kSlots;
-    acc_t* row = rows.data() + slot * kAaRowChunk;
+    acc_t* row = rows.get() + slot * chunk;
     if (key[slot] != k) {
       widen(cvt, row, src, n);
       key[slot] = k;
@@ -70,7 +76,7 @@ void aa_sum_row(Isa cvt, out_t* out, int64_t inner, const AaAxis<acc_t>& axis, i
     if constexpr (std::is_same_v<out_t, acc_t>) {
       y = out + j0;
     } else {
-      y = cache->result.data();
+      y = cache->result.get();
     }
     auto row = [&](int64_t e) { return row_at(e, j0, jc, n); };
     if (e0 == e1) std::fill(y, y + n, acc_t(0));
@@ -147,7 +153,7 @@ void run_rows(const AaPass& p, const AaAxis<acc_t>& axis, Isa cvt, const in_t* s
     }
   }
   at::parallel_for(0, p.tasks, p.grain, [&](int64_t begin, int64_t end) {
-    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
+    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>(p.inner) : nullptr);
     for (int64_t t = begin; t < end; ++t) rows_task(p, axis, cvt, src, dst, t, 0, cache.get());
   });
 }
@@ -299,7 +305,7 @@ void run_fused_rows(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t
   const int64_t sh = t.h.src_len, dh = t.h.dst_len, dw = t.w.dst_len, in_row = t.w.src_len * c, out_row = dw * c;
   const Isa cvt = plan.convert_isa;
   at::parallel_for(0, plan.fused_tasks, plan.fused_grain, [&](int64_t begin, int64_t end) {
-    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>() : nullptr);
+    std::unique_ptr<WidenedRows<acc_t>> cache(kConverts ? new WidenedRows<acc_t>(std::max(in_row, out_row)) : nullptr);
     if (!plan.w_first) {
       std::vector<acc_t> sums(in_row);
       for (int64_t task = begin; task < end; ++task) {
@@ -354,7 +360,8 @@ void run_per_plane(const AaPlan& plan, const AaTables<acc_t>& t, const scalar_t*
   const int64_t in_plane = t.h.src_len * t.w.src_len, out_plane = t.h.dst_len * t.w.dst_len;
   at::parallel_for(0, planes, plan.per_plane_grain, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> mid(plan.mid_h * plan.mid_w);
-    std::unique_ptr<WidenedRows<acc_t>> cache(std::is_same_v<scalar_t, acc_t> ? nullptr : new WidenedRows<acc_t>());
+    std::unique_ptr<WidenedRows<acc_t>> cache(
+        std::is_same_v<scalar_t, acc_t> ? nullptr : new WidenedRows<acc_t>(std::max(a.inner, b.inner)));
     std::unique_ptr<LanesScratch<scalar_t, acc_t, acc_t>> lanes_a(
         a.loop == AaLoop::Lanes ? new LanesScratch<scalar_t, acc_t, acc_t>(first_axis) : nullptr);
     std::unique_ptr<LanesScratch<acc_t, scalar_t, acc_t>> lanes_b(
