@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "aa_graph_node.h"
 #include "aten_override.h"
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
@@ -123,6 +124,25 @@ PYBIND11_MODULE(_C, m) {
                               get(Direction::Backward, false), get(Direction::Backward, true));
       },
       "The overflow guard's rounding settings, as _set_aten_rounding takes them");
+  m.def(
+      "_upsample_bicubic2d_aa_recorded",
+      [](const at::Tensor& x, std::vector<int64_t> output_size, bool align_corners, std::optional<double> scales_h,
+         std::optional<double> scales_w) {
+        HANDLE_TH_ERRORS
+        return rbg::upsample_bicubic2d_aa_recorded(x, std::move(output_size), align_corners, scales_h, scales_w);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      "cann::upsample_bicubic2d_aa recorded by a C++ graph node (plain CPU tensors, eager)");
+  m.def(
+      "_upsample_bicubic2d_aa_grad_recorded",
+      [](const at::Tensor& g, std::vector<int64_t> output_size, std::vector<int64_t> input_size, bool align_corners,
+         std::optional<double> scales_h, std::optional<double> scales_w) {
+        HANDLE_TH_ERRORS
+        return rbg::upsample_bicubic2d_aa_grad_recorded(g, std::move(output_size), std::move(input_size),
+                                                        align_corners, scales_h, scales_w);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      "cann::_upsample_bicubic2d_aa_grad recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def("_set_aten_override", &rbg::set_aten_override, py::arg("on"),
         "Routes covered calls of aten's CPU bicubic ops to this library's kernels (on) or PyTorch's (off)");
   m.def("_aten_override_routing", &rbg::aten_override_routing, "Whether aten's CPU bicubic ops route to ours");

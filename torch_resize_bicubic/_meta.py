@@ -147,11 +147,20 @@ def _apply_plain(fn, *args):
         return fn.apply(*args)
 
 
-def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None:
+def _plain_eager(x: torch.Tensor) -> bool:
+    """A CPU tensor of no subclass, outside torch.func transforms and Python dispatch modes (fake tensors, tracing,
+    functionalization): the calls a C++ graph node can record."""
+    return (type(x) is torch.Tensor and x.device.type == "cpu" and not torch._C._are_functorch_transforms_active()
+            and torch._C._len_torch_dispatch_stack() == 0)
+
+
+def _register_linear(name: str, adjoint: Callable, fold_batch: Callable, recorded: Callable | None = None) -> None:
     """Autograd and vmap of ``cann::<name>``, linear in its first argument x.
 
     ``adjoint(gy, x_shape, *rest)`` is the backward; the jvp is the op applied to the tangent.
-    ``fold_batch(batch, *rest)`` returns ``rest`` for an x whose N has been multiplied by ``batch``."""
+    ``fold_batch(batch, *rest)`` returns ``rest`` for an x whose N has been multiplied by ``batch``.
+    ``recorded(x, *rest)``, where given, is the op recorded by a C++ graph node with the same backward, for plain
+    eager tensors (_plain_eager): a fraction of the Function's cost per call."""
     op = getattr(torch.ops.cann, name).default
     tensor_args = [(i, a.name) for i, a in enumerate(op._schema.arguments) if isinstance(a.type, torch.TensorType)]
     # The dispatcher drops trailing arguments equal to their defaults; the adjoints want them all. Every argument of
@@ -209,6 +218,8 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable) -> None
             y = autograd_kernel(keyset, primal, *rest)
             return fwAD.make_dual(y, op(tangent, *sanitized(tangent, rest)))
         if torch.is_grad_enabled() and x.requires_grad:
+            if recorded is not None and _plain_eager(x):
+                return recorded(x, *rest)
             # Under torch.func.grad/jacrev this kernel already runs at the transform's level, on tensors it
             # has unwrapped; a plain graph node is what that level needs, so apply the Function as outside
             # any transform.
@@ -327,8 +338,9 @@ def _aa_backward_grad_adjoint(gy, x_shape, output_size, align_corners, scales_h=
                                                          scales_h, scales_w)
 
 
-_register_linear("upsample_bicubic2d_aa", _aa_adjoint, _no_fold)
-_register_linear("_upsample_bicubic2d_aa_grad", _aa_grad_adjoint, _fold_input_size)
+_register_linear("upsample_bicubic2d_aa", _aa_adjoint, _no_fold, _C._upsample_bicubic2d_aa_recorded)
+_register_linear("_upsample_bicubic2d_aa_grad", _aa_grad_adjoint, _fold_input_size,
+                 _C._upsample_bicubic2d_aa_grad_recorded)
 _register_linear("upsample_bicubic2d_aa_backward", _aa_backward_adjoint, _fold_input_size)
 _register_linear("_upsample_bicubic2d_aa_backward_grad", _aa_backward_grad_adjoint, _no_fold)
 
