@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 
-#include "aa_graph_node.h"
 #include "aten_override.h"
+#include "eager_graph_nodes.h"
 #include "op_host/resize_bicubic_v2_grad_checks.h"
 #include "op_host/resize_bicubic_v2_grad_tiling.h"
 #include "cpu/aa_resampler.h"
@@ -124,6 +124,23 @@ PYBIND11_MODULE(_C, m) {
                               get(Direction::Backward, false), get(Direction::Backward, true));
       },
       "The overflow guard's rounding settings, as _set_aten_rounding takes them");
+  // The ops recorded by C++ graph nodes (eager_graph_nodes.h), for _meta.py's autograd kernels.
+  m.def(
+      "_resize_bicubic_v2_recorded",
+      [](const at::Tensor& images, std::vector<int64_t> size, bool align_corners, std::vector<double> scales) {
+        HANDLE_TH_ERRORS
+        return rbg::resize_bicubic_v2_recorded(images, std::move(size), align_corners, std::move(scales));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      "cann::resize_bicubic_v2 recorded by a C++ graph node (plain CPU tensors, eager)");
+  m.def(
+      "_resize_bicubic_v2_grad_recorded",
+      [](const at::Tensor& grads, const at::Tensor& original_image, bool align_corners, std::vector<double> scales) {
+        HANDLE_TH_ERRORS
+        return rbg::resize_bicubic_v2_grad_recorded(grads, original_image, align_corners, std::move(scales));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      "cann::resize_bicubic_v2_grad recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def(
       "_upsample_bicubic2d_aa_recorded",
       [](const at::Tensor& x, std::vector<int64_t> output_size, bool align_corners, std::optional<double> scales_h,

@@ -2,6 +2,7 @@
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_resize_bicubic import emulate_npu_kernel
 
@@ -201,6 +202,32 @@ def assert_matches_reference(actual: torch.Tensor, grads: torch.Tensor, in_hw, a
     bad = (diff > bound) & ~nonfinite
     assert not bad.any(), (f"{int(bad.sum())} elements differ beyond summation-order error: worst "
                            f"{diff[bad].max().item()} vs bound {bound[bad][diff[bad].argmax()].item()}")
+
+
+class _PassThroughMode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _first_and_second_gradients(fn, x):
+    gen = torch.Generator().manual_seed(3)
+    y = fn(x)
+    gy = torch.randn(y.shape, dtype=y.dtype, generator=gen).requires_grad_()
+    gx, = torch.autograd.grad(y, x, gy, create_graph=True)
+    v = torch.randn(gx.shape, dtype=gx.dtype, generator=gen)
+    ggy, = torch.autograd.grad(gx, gy, v)
+    return y.grad_fn.name(), [y.detach(), gx.detach(), ggy]
+
+
+def assert_graph_node_paths_agree(fn, x):
+    """fn(x) recorded by the C++ graph node (a plain eager CPU tensor) and by the Python autograd.Function (under a
+    dispatch mode, as under tracing and transforms): the same values, gradients and second gradients, bitwise."""
+    node, fast = _first_and_second_gradients(fn, x)
+    with _PassThroughMode():
+        function_node, general = _first_and_second_gradients(fn, x)
+    assert "CppNode" in node and function_node == "LinearBackward", (node, function_node)
+    for a, b in zip(fast, general):
+        assert same_values(a, b)
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import torch_resize_bicubic as trb
-from helpers import aten_backward
+from helpers import assert_graph_node_paths_agree, aten_backward
 
 
 def _double(*shape):
@@ -97,6 +97,23 @@ def test_resize_bicubic_matches_f_interpolate(n, c, h, w, size, factor, align, r
     decomposed = upsample_bicubic2d_default(xc, list(out.shape[2:]), bool(align), *scales)
     decomposed.backward(grad)
     torch.testing.assert_close(xa.grad, xc.grad, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("size,align,scales", [((11, 6), False, [0.0, 0.0]), ((3, 13), True, [0.0, 0.0]),
+                                               ((7, 9), False, [0.0, 0.0]), ((7, 9), False, [0.5, 1.3])])
+def test_cpp_graph_node_of_the_forward_equals_the_function_path(size, align, scales):
+    # Equal sizes: the identity's copy, and with a scale that moves the samples the exact adjoint.
+    x = _double(2, 3, 7, 9)
+    assert_graph_node_paths_agree(lambda t: torch.ops.cann.resize_bicubic_v2(t, list(size), align, scales), x)
+
+
+@pytest.mark.parametrize("image_hw", [(4, 5), (12, 3), (7, 9)])
+def test_cpp_graph_node_of_the_grad_op_equals_the_function_path(image_hw):
+    grads = _double(2, 3, 7, 9)
+    image = torch.empty(2, 3, *image_hw, dtype=torch.float64, requires_grad=True)  # read for its shape, no gradient
+    fn = lambda t: torch.ops.cann.resize_bicubic_v2_grad(t, image, False, [1.5, 0.0])  # noqa: E731
+    assert_graph_node_paths_agree(fn, grads)
+    assert torch.autograd.grad(fn(grads).sum(), image, allow_unused=True) == (None,)
 
 
 def test_backward_goes_through_the_cann_grad_op():

@@ -310,8 +310,8 @@ def _aten_backward_adjoint(gy, x_shape, output_size, input_size, align_corners, 
     return torch.ops.cann._upsample_bicubic2d_aten(gy, list(output_size), align_corners, scales_h, scales_w)
 
 
-_register_linear("resize_bicubic_v2", _resize_adjoint, _no_fold)
-_register_linear("resize_bicubic_v2_grad", _grad_adjoint, _fold_image)
+_register_linear("resize_bicubic_v2", _resize_adjoint, _no_fold, _C._resize_bicubic_v2_recorded)
+_register_linear("resize_bicubic_v2_grad", _grad_adjoint, _fold_image, _C._resize_bicubic_v2_grad_recorded)
 _register_linear("_resize_bicubic_v2_grad_adjoint", _exact_adjoint_adjoint, _fold_image)
 _register_linear("upsample_bicubic2d_backward", _aclnn_adjoint, _fold_input_size)
 _register_linear("_upsample_bicubic2d_aten", _aten_forward_adjoint, _no_fold)
