@@ -116,6 +116,15 @@ def test_cpp_graph_node_of_the_grad_op_equals_the_function_path(image_hw):
     assert torch.autograd.grad(fn(grads).sum(), image, allow_unused=True) == (None,)
 
 
+@pytest.mark.parametrize("antialias", [False, True])
+def test_cpp_graph_nodes_backward_under_vmap(antialias):
+    # gradcheck's batched-grad check runs the nodes' backward on a vmapped (BatchedTensor) gradient.
+    x = _double(1, 2, 5, 6)
+    fn = lambda t: trb.resize_bicubic(t, size=(7, 4) if not antialias else (3, 4), antialias=antialias)  # noqa: E731
+    assert "CppNode" in fn(x).grad_fn.name()
+    assert torch.autograd.gradcheck(fn, (x,), check_batched_grad=True)
+
+
 def test_backward_goes_through_the_cann_grad_op():
     x = torch.randn(1, 2, 6, 6, requires_grad=True)
     with torch.profiler.profile() as prof:

@@ -218,7 +218,8 @@ def _register_linear(name: str, adjoint: Callable, fold_batch: Callable, recorde
             y = autograd_kernel(keyset, primal, *rest)
             return fwAD.make_dual(y, op(tangent, *sanitized(tangent, rest)))
         if torch.is_grad_enabled() and x.requires_grad:
-            if recorded is not None and _plain_eager(x):
+            if recorded is not None and _plain_eager(x) and all(
+                    type(r) is torch.Tensor for r in rest if isinstance(r, torch.Tensor)):
                 return recorded(x, *rest)
             # Under torch.func.grad/jacrev this kernel already runs at the transform's level, on tensors it
             # has unwrapped; a plain graph node is what that level needs, so apply the Function as outside
