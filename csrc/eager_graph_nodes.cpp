@@ -95,30 +95,43 @@ struct Saved {
   bool flag(const char* key) { return ctx->saved_data[key].toBool(); }
 };
 
+// The plain pair's nodes keep the shape they read from, the shape they resample to, and the flags.
+struct ResizeArgs {
+  std::vector<int64_t> from, to;
+  bool align_corners;
+  std::vector<double> scales;
+};
+
+void save_resize(AutogradContext* ctx, ResizeArgs a) {
+  Saved s{ctx};
+  s.put("from", std::move(a.from));
+  s.put("to", std::move(a.to));
+  s.put("align_corners", a.align_corners);
+  s.put("scales", std::move(a.scales));
+}
+
+ResizeArgs saved_resize(AutogradContext* ctx) {
+  Saved s{ctx};
+  return {s.ints("from"), s.ints("to"), s.flag("align_corners"), s.doubles("scales")};
+}
+
 struct ResizeNode : torch::autograd::Function<ResizeNode> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, std::vector<int64_t> size,
                             bool align_corners, std::vector<double> scales) {
-    Saved s{ctx};
-    s.put("x_shape", x.sizes().vec());
-    s.put("size", size);
-    s.put("align_corners", align_corners);
-    s.put("scales", scales);
+    save_resize(ctx, {x.sizes().vec(), size, align_corners, scales});
     return forward_call([&] { return resize(x, size, align_corners, scales); });
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    Saved s{ctx};
-    const std::vector<int64_t> x_shape = s.ints("x_shape"), size = s.ints("size");
-    const bool align_corners = s.flag("align_corners");
-    const std::vector<double> scales = s.doubles("scales");
+    const ResizeArgs a = saved_resize(ctx);  // from: x's shape; to: the output's H, W
     const at::Tensor& gy = grads[0];
     at::Tensor gx = adjoint_call([&] {
-      if (!same_hw(x_shape, size)) return resize_grad(gy, shape_only(gy, x_shape), align_corners, scales);
-      const bool identity = align_corners || std::all_of(scales.begin(), scales.end(),
-                                                         [](double v) { return v <= 0 || v == 1.0; });
+      if (!same_hw(a.from, a.to)) return resize_grad(gy, shape_only(gy, a.from), a.align_corners, a.scales);
+      const bool identity = a.align_corners || std::all_of(a.scales.begin(), a.scales.end(),
+                                                           [](double v) { return v <= 0 || v == 1.0; });
       // Equal sizes: the forward is the identity, or (a scale that moves the samples) its exact adjoint is not the
       // copy that the grad op's same-size rule gives.
       if (identity) return gy.clone();
-      return resize_exact_adjoint(gy, shape_only(gy, x_shape), align_corners, scales);
+      return resize_exact_adjoint(gy, shape_only(gy, a.from), a.align_corners, a.scales);
     });
     return {gx, at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -127,22 +140,15 @@ struct ResizeNode : torch::autograd::Function<ResizeNode> {
 struct ResizeGradNode : torch::autograd::Function<ResizeGradNode> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& grads, const at::Tensor& original_image,
                             bool align_corners, std::vector<double> scales) {
-    Saved s{ctx};
-    s.put("grads_shape", grads.sizes().vec());
-    s.put("image_shape", original_image.sizes().vec());
-    s.put("align_corners", align_corners);
-    s.put("scales", scales);
+    save_resize(ctx, {grads.sizes().vec(), original_image.sizes().vec(), align_corners, scales});
     return forward_call([&] { return resize_grad(grads, original_image, align_corners, scales); });
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    Saved s{ctx};
-    const std::vector<int64_t> grads_shape = s.ints("grads_shape"), image_shape = s.ints("image_shape");
-    const bool align_corners = s.flag("align_corners");
-    const std::vector<double> scales = s.doubles("scales");
+    const ResizeArgs a = saved_resize(ctx);  // from: grads' shape; to: original_image's
     const at::Tensor& gy = grads[0];
     at::Tensor gg = adjoint_call([&] {
-      if (same_hw(grads_shape, image_shape)) return gy.clone();  // the op is a copy there
-      return resize(gy, at::IntArrayRef(grads_shape).slice(grads_shape.size() - 2), align_corners, scales);
+      if (same_hw(a.from, a.to)) return gy.clone();  // the op is a copy there
+      return resize(gy, at::IntArrayRef(a.from).slice(a.from.size() - 2), a.align_corners, a.scales);
     });
     return {gg, at::Tensor(), at::Tensor(), at::Tensor()};
   }

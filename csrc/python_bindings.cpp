@@ -20,6 +20,20 @@ namespace py = pybind11;
 
 namespace {
 
+// A recorded op's call (eager_graph_nodes.h) from Python: the kernel runs without the GIL, as torch.ops calls do, so
+// that other Python threads go on meanwhile; c10 errors and warnings reach Python as PyTorch's own do.
+template <typename F>
+at::Tensor recorded_call(F&& call) {
+  HANDLE_TH_ERRORS
+  at::Tensor out;
+  {
+    py::gil_scoped_release no_gil;
+    out = call();
+  }
+  return out;
+  END_HANDLE_TH_ERRORS_PYBIND
+}
+
 rbg::TensorInfo info(const std::vector<int64_t>& shape, const std::string& dtype, const std::string& device) {
   static const std::map<std::string, rbg::DType> kTypes = {{"torch.float16", rbg::DType::Float16},
                                                            {"torch.bfloat16", rbg::DType::BFloat16},
@@ -128,36 +142,35 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_resize_bicubic_v2_recorded",
       [](const at::Tensor& images, std::vector<int64_t> size, bool align_corners, std::vector<double> scales) {
-        HANDLE_TH_ERRORS
-        return rbg::resize_bicubic_v2_recorded(images, std::move(size), align_corners, std::move(scales));
-        END_HANDLE_TH_ERRORS_PYBIND
+        return recorded_call(
+            [&] { return rbg::resize_bicubic_v2_recorded(images, std::move(size), align_corners, std::move(scales)); });
       },
       "cann::resize_bicubic_v2 recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def(
       "_resize_bicubic_v2_grad_recorded",
       [](const at::Tensor& grads, const at::Tensor& original_image, bool align_corners, std::vector<double> scales) {
-        HANDLE_TH_ERRORS
-        return rbg::resize_bicubic_v2_grad_recorded(grads, original_image, align_corners, std::move(scales));
-        END_HANDLE_TH_ERRORS_PYBIND
+        return recorded_call([&] {
+          return rbg::resize_bicubic_v2_grad_recorded(grads, original_image, align_corners, std::move(scales));
+        });
       },
       "cann::resize_bicubic_v2_grad recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def(
       "_upsample_bicubic2d_aa_recorded",
       [](const at::Tensor& x, std::vector<int64_t> output_size, bool align_corners, std::optional<double> scales_h,
          std::optional<double> scales_w) {
-        HANDLE_TH_ERRORS
-        return rbg::upsample_bicubic2d_aa_recorded(x, std::move(output_size), align_corners, scales_h, scales_w);
-        END_HANDLE_TH_ERRORS_PYBIND
+        return recorded_call([&] {
+          return rbg::upsample_bicubic2d_aa_recorded(x, std::move(output_size), align_corners, scales_h, scales_w);
+        });
       },
       "cann::upsample_bicubic2d_aa recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def(
       "_upsample_bicubic2d_aa_grad_recorded",
       [](const at::Tensor& g, std::vector<int64_t> output_size, std::vector<int64_t> input_size, bool align_corners,
          std::optional<double> scales_h, std::optional<double> scales_w) {
-        HANDLE_TH_ERRORS
-        return rbg::upsample_bicubic2d_aa_grad_recorded(g, std::move(output_size), std::move(input_size),
-                                                        align_corners, scales_h, scales_w);
-        END_HANDLE_TH_ERRORS_PYBIND
+        return recorded_call([&] {
+          return rbg::upsample_bicubic2d_aa_grad_recorded(g, std::move(output_size), std::move(input_size),
+                                                          align_corners, scales_h, scales_w);
+        });
       },
       "cann::_upsample_bicubic2d_aa_grad recorded by a C++ graph node (plain CPU tensors, eager)");
   m.def("_set_aten_override", &rbg::set_aten_override, py::arg("on"),

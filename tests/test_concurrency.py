@@ -157,3 +157,37 @@ def test_small_calls_plan_the_calling_thread_and_large_ones_every_thread():
         assert "on the calling thread" in _C._cpu_plan(large, 1024, 1024, True)
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_recorded_calls_let_other_python_threads_run(antialias):
+    # A call with requires_grad is recorded by a C++ graph node (csrc/eager_graph_nodes.cpp) whose entry point runs the
+    # kernel without the GIL, as torch.ops calls do: a Python thread counting meanwhile goes on counting.
+    x = torch.randn(1, 3, 1536, 1536, requires_grad=True)
+    count, stop = [0], threading.Event()
+
+    def counter():
+        while not stop.is_set():
+            count[0] += 1
+
+    threads, interval = torch.get_num_threads(), sys.getswitchinterval()
+    torch.set_num_threads(1)
+    sys.setswitchinterval(1e-4)  # a held GIL would pass to the counter only at the call's Python steps
+    thread = threading.Thread(target=counter)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        c0, t0 = count[0], time.perf_counter()
+        time.sleep(0.05)
+        rate = (count[0] - c0) / (time.perf_counter() - t0)  # counts per second while the main thread sleeps
+        c0, t0 = count[0], time.perf_counter()
+        y = trb.resize_bicubic(x, size=(1024, 1024), antialias=antialias)
+        during, elapsed = count[0] - c0, time.perf_counter() - t0
+    finally:
+        stop.set()
+        thread.join()
+        torch.set_num_threads(threads)
+        sys.setswitchinterval(interval)
+    assert "CppNode" in y.grad_fn.name()
+    assert elapsed > 0.01, elapsed  # long enough that the counter's share tells
+    assert during > 0.3 * rate * elapsed, (during, rate, elapsed)
