@@ -181,7 +181,8 @@ def test_recorded_calls_let_other_python_threads_run(antialias):
         time.sleep(0.05)
         rate = (count[0] - c0) / (time.perf_counter() - t0)  # counts per second while the main thread sleeps
         c0, t0 = count[0], time.perf_counter()
-        y = trb.resize_bicubic(x, size=(1024, 1024), antialias=antialias)
+        while time.perf_counter() - t0 < 0.1:  # calls of several ms each, for 0.1 s
+            y = trb.resize_bicubic(x, size=(1024, 1024), antialias=antialias)
         during, elapsed = count[0] - c0, time.perf_counter() - t0
     finally:
         stop.set()
@@ -189,5 +190,4 @@ def test_recorded_calls_let_other_python_threads_run(antialias):
         torch.set_num_threads(threads)
         sys.setswitchinterval(interval)
     assert "CppNode" in y.grad_fn.name()
-    assert elapsed > 0.01, elapsed  # long enough that the counter's share tells
     assert during > 0.3 * rate * elapsed, (during, rate, elapsed)
