@@ -1,5 +1,6 @@
 // Python module torch_resize_bicubic._C: importing it runs the TORCH_LIBRARY registrations, and it exposes
-// the host-only helpers (shared validation for the fake kernels, NPU tiling, the kernel launch emulator).
+// the host-only helpers (shared validation for the fake kernels, NPU tiling, the kernel launch emulator) and the
+// calls that _meta.py's autograd kernels record with C++ graph nodes (eager_graph_nodes.h).
 #include <torch/extension.h>
 
 #include <map>
