@@ -194,9 +194,10 @@ PYBIND11_MODULE(_C, m) {
         d["cached_buffers"] = i.cached_buffers;
         d["hits"] = i.hits;
         d["misses"] = i.misses;
+        d["reshaped"] = i.reshaped;
         return d;
       },
-      "The CPU output cache now: limit_bytes, cached_bytes, cached_buffers, hits, misses");
+      "The CPU output cache now: limit_bytes, cached_bytes, cached_buffers, hits, misses, reshaped");
   m.def("_empty_output_cache", &rbg::cpu::empty_output_cache,
         "Returns the CPU output cache's kept buffers to the system; the bytes returned");
   m.def("_set_output_cache_limit", &rbg::cpu::set_output_cache_limit, py::arg("limit_bytes"),

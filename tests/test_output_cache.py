@@ -1,5 +1,6 @@
-"""The CPU output cache: large outputs (32 MiB and more) reuse the memory of freed ones of about the same size, and
-never memory that a live tensor still holds. Each test sets the limit it needs and restores the process's."""
+"""The CPU output cache: large outputs (4 MiB and more) reuse the memory of freed ones of about the same size, and
+never memory that a live tensor still holds; at the limit, an output that fits none reshapes a kept buffer. Each test
+sets the limit it needs and restores the process's."""
 import os
 import subprocess
 import sys
@@ -12,8 +13,10 @@ import torch.nn.functional as F
 import torch_resize_bicubic as trb
 
 MIB = 1 << 20
-# An image whose gradient is just over 32 MiB of float32 (the cache's threshold; 34 MiB of whole 2 MiB pages).
+THRESHOLD = 4 * MIB
+# An image whose gradient is just over 32 MiB of float32 (34 MiB of whole 2 MiB pages), and one of 16 MiB.
 IMAGE = (1, 1, 2900, 2900)
+SMALLER = (1, 1, 2000, 2000)
 
 
 @pytest.fixture
@@ -25,7 +28,7 @@ def cache():
 
     def info():  # hits and misses since the test began
         now = trb.output_cache_info()
-        return {**now, "hits": now["hits"] - start["hits"], "misses": now["misses"] - start["misses"]}
+        return {**now, **{k: now[k] - start[k] for k in ("hits", "misses", "reshaped")}}
 
     yield info
     trb.set_output_cache_limit(saved)
@@ -68,7 +71,7 @@ def test_freed_output_is_reused_and_written_whole(cache, make):
     op = make()
     expected = uncached(op)
     first = op()
-    assert first.nbytes >= 32 * MIB and cache()["misses"] == 1 and cache()["hits"] == 0
+    assert first.nbytes >= THRESHOLD and cache()["misses"] == 1 and cache()["hits"] == 0
     address = first.data_ptr()
     first.fill_(float("nan"))  # what the next output must overwrite everywhere
     del first
@@ -96,8 +99,56 @@ def test_only_a_close_fit_is_taken(cache):
     del big
     small = gradient()()  # 34 MB: the kept 64 MB would waste most of itself
     assert cache()["hits"] == 0 and cache()["misses"] == 2 and cache()["cached_buffers"] == 1
+    assert cache()["reshaped"] == 0  # 64 + 34 MiB stay under the limit: both are kept
     del small
     assert cache()["cached_buffers"] == 2
+
+
+def kept_then_freed_with_nan(op):
+    out = op()
+    address = out.data_ptr()
+    out.fill_(float("nan"))  # what a reshaped buffer's next output must overwrite everywhere
+    return address
+
+
+def test_at_the_limit_a_larger_kept_buffer_is_cut_to_fit(cache):
+    op = gradient(shape=SMALLER)  # 16 MiB: no close fit, and mapping it would keep 50 MiB
+    expected = uncached(op)
+    trb.set_output_cache_limit(40 * MIB)
+    address = kept_then_freed_with_nan(gradient())  # 34 MiB kept
+    out = op()
+    assert cache()["reshaped"] == 1 and cache()["misses"] == 1 and cache()["cached_buffers"] == 0
+    assert out.data_ptr() == address and torch.equal(out, expected)
+    del out
+    assert cache()["cached_bytes"] == 16 * MIB  # the tail went back to the system
+
+
+def test_at_the_limit_a_smaller_kept_buffer_grows_to_fit(cache):
+    op = gradient()  # 34 MiB: 50 MiB with the kept one
+    expected = uncached(op)
+    trb.set_output_cache_limit(40 * MIB)
+    kept_then_freed_with_nan(gradient(shape=SMALLER))  # 16 MiB kept
+    out = op()
+    assert cache()["reshaped"] == 1 and cache()["misses"] == 1 and cache()["cached_buffers"] == 0
+    assert torch.equal(out, expected) and out.data_ptr() % (2 * MIB) == 0  # moved, if at all, to whole huge pages
+    del out
+    assert cache()["cached_bytes"] == 34 * MIB
+
+
+def test_sizes_that_vary_reuse_the_kept_memory(cache):
+    # buffers of 6, 34, 12, 22, 8, 34, 6 MiB, one alive at a time: under the limit each new size maps its own; from
+    # the 22 on, the kept ones fill it, so the 22 cuts the 34 and the second 34 grows the 22; the last 6 fits.
+    ops = [gradient(shape=(1, 1, side, side)) for side in (1100, 2900, 1700, 2400, 1300, 2900, 1100)]
+    expected = [uncached(op) for op in ops]
+    trb.set_output_cache_limit(64 * MIB)
+    for op, want in zip(ops, expected):
+        out = op()
+        assert torch.equal(out, want)
+        out.fill_(float("nan"))
+        del out
+    info = cache()
+    assert (info["misses"], info["reshaped"], info["hits"]) == (4, 2, 1)
+    assert info["cached_bytes"] == (34 + 8 + 12 + 6) * MIB
 
 
 def test_limit_evicts_the_oldest_and_empty_cache_returns_all(cache):
@@ -116,7 +167,8 @@ def test_outputs_beyond_the_limit_or_below_the_threshold_are_pytorch_allocations
     trb.set_output_cache_limit(32 * MIB)  # the 34 MiB output does not fit
     out = gradient()()
     trb.set_output_cache_limit(256 * MIB)
-    small = gradient(shape=(1, 1, 2000, 2000))()  # 16 MB, under the threshold: PyTorch's heap reuses those
+    small = gradient(shape=(1, 1, 1000, 1000))()  # 3.8 MiB, under the threshold
+    assert small.nbytes < THRESHOLD
     del out, small
     assert cache()["misses"] == 0 and cache()["cached_buffers"] == 0
 
@@ -183,7 +235,7 @@ def test_threads_free_and_take_concurrently(cache):
         t.start()
     for t in threads:
         t.join()
-    assert not errors and cache()["hits"] + cache()["misses"] == 18
+    assert not errors and cache()["hits"] + cache()["misses"] + cache()["reshaped"] == 18
 
 
 LIMIT_SCRIPT = "import torch_resize_bicubic as t, warnings; print(t.output_cache_info()['limit_bytes'])"

@@ -76,6 +76,32 @@ void unmap_buffer(Buffer* b) {
   munmap(b->data, b->capacity);
   delete b;
 }
+
+// Gives a kept buffer `capacity` bytes, keeping its pages: a larger one loses its tail, a smaller one grows in place
+// or moves (page tables only, no copy) to a new aligned range; only the pages it gains are faulted in. False (b
+// unchanged) where the address space refuses.
+bool reshape_buffer(Buffer* b, size_t capacity) {
+  char* data = static_cast<char*>(b->data);
+  if (capacity <= b->capacity) {
+    if (capacity < b->capacity) munmap(data + capacity, b->capacity - capacity);
+    b->capacity = capacity;
+    return true;
+  }
+  void* moved = mremap(data, b->capacity, capacity, 0);  // grows in place where the range after it is free
+  if (moved == MAP_FAILED) {
+    Buffer* target = map_buffer(capacity);  // an aligned range to move onto (its pages are never touched)
+    if (target == nullptr) return false;
+    moved = mremap(data, b->capacity, capacity, MREMAP_MAYMOVE | MREMAP_FIXED, target->data);
+    if (moved == MAP_FAILED) {
+      unmap_buffer(target);
+      return false;
+    }
+    delete target;  // its range now holds the moved pages
+  }
+  b->data = moved;
+  b->capacity = capacity;
+  return true;
+}
 #endif
 
 class OutputCache {
@@ -100,8 +126,10 @@ class OutputCache {
 
 #if RBG_OUTPUT_CACHE
   // A buffer of at least `capacity` bytes (a multiple of kBufferAlign): a kept one that fits closely (at most an
-  // eighth larger), else a new mapping.
+  // eighth larger); else, where a new mapping would push the kept bytes over the limit (sizes that vary from call to
+  // call), a kept one reshaped to fit; else a new mapping.
   Buffer* take(size_t capacity) {
+    Buffer* reshape = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto best = kept_.end();
@@ -110,14 +138,20 @@ class OutputCache {
             (best == kept_.end() || (*it)->capacity < (*best)->capacity))
           best = it;
       if (best != kept_.end()) {
-        Buffer* b = *best;
-        kept_.erase(best);
-        cached_ -= static_cast<int64_t>(b->capacity);
         ++hits_;
-        return b;
+        return take_out(best);
       }
-      ++misses_;
+      if (!kept_.empty() && cached_ + static_cast<int64_t>(capacity) > limit_) {
+        reshape = take_out(closest_to_reshape(capacity));
+      }
     }
+    const bool reshaped = reshape != nullptr && reshape_buffer(reshape, capacity);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++(reshaped ? reshaped_ : misses_);
+    }
+    if (reshaped) return reshape;
+    if (reshape != nullptr) unmap_buffer(reshape);
     Buffer* b = map_buffer(capacity);
     if (b == nullptr) {  // out of address space or memory: what is kept goes first
       empty();
@@ -148,10 +182,29 @@ class OutputCache {
 
   OutputCacheInfo info() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {limit_, cached_, static_cast<int64_t>(kept_.size()), hits_, misses_};
+    return {limit_, cached_, static_cast<int64_t>(kept_.size()), hits_, misses_, reshaped_};
   }
 
  private:
+  // Takes a kept buffer out (mu_ held).
+  Buffer* take_out(std::vector<Buffer*>::iterator it) {
+    Buffer* b = *it;
+    kept_.erase(it);
+    cached_ -= static_cast<int64_t>(b->capacity);
+    return b;
+  }
+
+  // The kept buffer that reshapes to `capacity` at least cost (mu_ held, kept_ not empty): the smallest larger one
+  // (it only loses its tail), else the largest (the fewest pages to gain).
+  std::vector<Buffer*>::iterator closest_to_reshape(size_t capacity) {
+    auto larger = kept_.end(), largest = kept_.begin();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      if ((*it)->capacity >= capacity && (larger == kept_.end() || (*it)->capacity < (*larger)->capacity)) larger = it;
+      if ((*it)->capacity > (*largest)->capacity) largest = it;
+    }
+    return larger != kept_.end() ? larger : largest;
+  }
+
   // Sets the limit to `new_limit` (-1: keeps it) and releases what no longer fits; the bytes released.
   int64_t shrink_to(int64_t new_limit) {
     std::vector<Buffer*> release;
@@ -188,7 +241,7 @@ class OutputCache {
   std::mutex mu_;
   std::vector<Buffer*> kept_;
   int64_t limit_;
-  int64_t cached_ = 0, hits_ = 0, misses_ = 0;
+  int64_t cached_ = 0, hits_ = 0, misses_ = 0, reshaped_ = 0;
 };
 
 #if RBG_OUTPUT_CACHE

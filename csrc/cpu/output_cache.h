@@ -12,11 +12,12 @@
 
 namespace rbg::cpu {
 
-// Outputs of at least this many bytes come from the cache: glibc maps every allocation this large anew (32 MiB is
-// its largest mapping threshold). Smaller ones come from PyTorch's allocator, whose heap reuses freed memory of any
-// size; with sizes that vary from call to call (random 17-108 MB gradients) a cache from 4 MiB took 2.73 ms a call,
-// mapping fresh pages on each miss that the heap would have reused, against 1.56 ms from 32 MiB.
-constexpr int64_t kCachedOutputMinBytes = int64_t{32} << 20;
+// Outputs of at least this many bytes come from the cache. Smaller ones come from PyTorch's allocator. glibc maps
+// every allocation over 32 MiB anew, and below that its heap, shared with every other tensor, hands an output of
+// 4-32 MiB memory that writes 1.2-2.4x slower when other large tensors come and go between calls (a gradient
+// alternating with PyTorch's, or beside image-sized arithmetic); kept buffers write at full speed. Sizes that vary from
+// call to call reshape a kept buffer rather than map a new one once the limit is reached (output_cache.cpp).
+constexpr int64_t kCachedOutputMinBytes = int64_t{4} << 20;
 
 struct OutputCacheInfo {
   int64_t limit_bytes;     // freed memory kept at most (RBG_CPU_OUTPUT_CACHE_MB; 0: none, outputs as before)
@@ -24,6 +25,7 @@ struct OutputCacheInfo {
   int64_t cached_buffers;  // buffers kept now
   int64_t hits;            // allocations served from kept memory
   int64_t misses;          // allocations that mapped new memory
+  int64_t reshaped;        // allocations served by a kept buffer cut or grown to fit (at the limit, no close fit)
 };
 
 // The allocator of cached outputs (the storage's allocator: resize_ and friends come back here).
