@@ -14,7 +14,7 @@ namespace rbg::cpu {
 
 // Outputs of at least this many bytes come from the cache. Smaller ones come from PyTorch's allocator. glibc maps
 // every allocation over 32 MiB anew, and below that its heap, shared with every other tensor, hands an output of
-// 4-32 MiB memory that writes 1.2-2.4x slower when other large tensors come and go between calls (a gradient
+// 4-32 MiB memory that writes 1.1-2.4x slower when other large tensors come and go between calls (a gradient
 // alternating with PyTorch's, or beside image-sized arithmetic); kept buffers write at full speed. Sizes that vary from
 // call to call reshape a kept buffer rather than map a new one once the limit is reached (output_cache.cpp).
 constexpr int64_t kCachedOutputMinBytes = int64_t{4} << 20;
