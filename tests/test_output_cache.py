@@ -26,7 +26,7 @@ def cache():
     trb.empty_cache()
     start = trb.output_cache_info()
 
-    def info():  # hits and misses since the test began
+    def info():  # hits, misses and reshapes since the test began
         now = trb.output_cache_info()
         return {**now, **{k: now[k] - start[k] for k in ("hits", "misses", "reshaped")}}
 

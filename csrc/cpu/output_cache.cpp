@@ -132,18 +132,13 @@ class OutputCache {
     Buffer* reshape = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto best = kept_.end();
-      for (auto it = kept_.begin(); it != kept_.end(); ++it)
-        if ((*it)->capacity >= capacity && (*it)->capacity - capacity <= capacity / 8 &&
-            (best == kept_.end() || (*it)->capacity < (*best)->capacity))
-          best = it;
-      if (best != kept_.end()) {
+      const auto closest = closest_kept(capacity);
+      if (closest != kept_.end() && (*closest)->capacity >= capacity &&
+          (*closest)->capacity - capacity <= capacity / 8) {
         ++hits_;
-        return take_out(best);
+        return take_out(closest);
       }
-      if (!kept_.empty() && cached_ + static_cast<int64_t>(capacity) > limit_) {
-        reshape = take_out(closest_to_reshape(capacity));
-      }
+      if (closest != kept_.end() && cached_ + static_cast<int64_t>(capacity) > limit_) reshape = take_out(closest);
     }
     const bool reshaped = reshape != nullptr && reshape_buffer(reshape, capacity);
     {
@@ -194,9 +189,10 @@ class OutputCache {
     return b;
   }
 
-  // The kept buffer that reshapes to `capacity` at least cost (mu_ held, kept_ not empty): the smallest larger one
-  // (it only loses its tail), else the largest (the fewest pages to gain).
-  std::vector<Buffer*>::iterator closest_to_reshape(size_t capacity) {
+  // The kept buffer closest to `capacity` (mu_ held; end() when none is kept): the smallest one at least as large
+  // (a hit if it fits closely; else it only loses its tail when reshaped), else the largest (the fewest pages to gain).
+  std::vector<Buffer*>::iterator closest_kept(size_t capacity) {
+    if (kept_.empty()) return kept_.end();
     auto larger = kept_.end(), largest = kept_.begin();
     for (auto it = kept_.begin(); it != kept_.end(); ++it) {
       if ((*it)->capacity >= capacity && (larger == kept_.end() || (*it)->capacity < (*larger)->capacity)) larger = it;
