@@ -174,6 +174,24 @@ def test_w_pass_lanes_x4_equals_w_pass_lanes(in_len, out_len, transpose):
     assert_same(ours, ref)
 
 
+@pytest.mark.parametrize("in_len, out_len", [(24, 16), (16, 24), (37, 14), (300, 7), (5, 5), (9, 2)])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_w_pass_lanes_rows4_equals_w_pass_lanes_per_row(in_len, out_len, transpose):
+    # Four rows of lanes at once (rows apart by more than their length, as inside the planes loop's buffers), each
+    # row the bits of w_pass_lanes on it alone; lanes between the rows untouched.
+    src_len, dst_len = (out_len, in_len) if transpose else (in_len, out_len)
+    in_pad, out_pad = 3, 2
+    lanes = values(4 * (src_len + in_pad) * 16, in_len * 37 + out_len).view(4, -1)
+    ours = filled(4 * (dst_len + out_pad) * 16)
+    K.aa_lanes_rows4(ours, lanes, in_len, out_len, transpose, in_pad, out_pad)
+    ours = ours.view(4, -1)
+    for r in range(4):
+        ref = filled(dst_len * 16)
+        K.aa_lanes(False, ref, lanes[r].contiguous(), in_len, out_len, transpose)
+        assert_same(ours[r, : dst_len * 16], ref, f"row {r}")
+        assert_same(ours[r, dst_len * 16:], filled(out_pad * 16), f"row {r} padding")
+
+
 # ---- W passes: fused4 over many channels, permute over few ---------------------------------------------------------
 
 SCALES = [(17, 34), (16, 32), (40, 80), (32, 16), (33, 16), (96, 48), (30, 21), (21, 30), (9, 9), (5, 3), (64, 100)]

@@ -256,7 +256,11 @@ void planes_step(const AaPass& p, const AaAxis<acc_t>& axis, const acc_t* in, ac
                  int64_t row) {
   constexpr int64_t L = kLanes<acc_t>;
   if (p.axis == 'W') {
-    for (int64_t r = 0; r < rows; ++r)
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      w_pass_lanes_rows4(out + r * p.dst_len * L, p.dst_len * L, in + r * p.src_len * L, p.src_len * L,
+                         axis.ptr.data(), axis.src.data(), axis.w.data(), p.dst_len);
+    for (; r < rows; ++r)
       w_pass_lanes_x4(out + r * p.dst_len * L, in + r * p.src_len * L, axis.ptr.data(), axis.src.data(),
                       axis.w.data(), 0, p.dst_len, 0);
   } else {

@@ -137,6 +137,15 @@ void aa_lanes_(bool x4, at::Tensor out, const at::Tensor& in, int64_t in_len, in
   const auto run = x4 ? &w_pass_lanes_x4<float> : &w_pass_lanes<float>;
   run(f32(out), f32(in), t.ptr.data(), t.src.data(), t.w.data(), 0, t.dst_len, 0);
 }
+// w_pass_lanes_rows4 on four rows in[4][in_len or out_len][16 lanes] (rows in_pad and out_pad lanes vectors longer
+// than the table's lengths, as rows inside a larger buffer) -> out[4][...].
+void aa_lanes_rows4_(at::Tensor out, const at::Tensor& in, int64_t in_len, int64_t out_len, bool transpose,
+                     int64_t in_pad, int64_t out_pad) {
+  const AaAxis<float> t = aa_axis<float>(in_len, out_len, false, 0.0, transpose, false);
+  constexpr int64_t L = kLanes<float>;
+  w_pass_lanes_rows4(f32(out), (t.dst_len + out_pad) * L, f32(in), (t.src_len + in_pad) * L, t.ptr.data(),
+                     t.src.data(), t.w.data(), t.dst_len);
+}
 
 // ---- fused4 and permute: W passes of whole rows ----------------------------------------------------------------
 
@@ -283,6 +292,7 @@ PYBIND11_MODULE(_cpu_kernels, m) {
   m.def("combine_row", &combine_row_);
   m.def("axpy4", &axpy4_);
   m.def("aa_lanes", &aa_lanes_);
+  m.def("aa_lanes_rows4", &aa_lanes_rows4_);
   m.def("fused4", &fused4_);
   m.def("gather", &gather_);
   m.def("permute", &permute_);
