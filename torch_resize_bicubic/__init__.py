@@ -92,4 +92,4 @@ __all__ = [
     "output_cache_info",
     "set_output_cache_limit",
 ]
-__version__ = "0.5.4"
+__version__ = "0.5.5"
