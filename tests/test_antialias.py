@@ -416,7 +416,7 @@ def test_plan_names_its_loops():
     assert "identity" not in plan(torch.empty(1, 3, 50, 60), 50, 20, skip_equal=False)
     assert "adjoint" in plan(torch.empty(1, 3, 10, 10), 40, 40, transpose=True)
     pos_embed = plan(torch.empty(1, 768, 24, 24), 16, 16)
-    assert "planes in lanes" in pos_embed and "W w_pass_lanes" in pos_embed and "H rows axpy" in pos_embed
+    assert "planes in lanes" in pos_embed and "W w_pass_lanes_rows4" in pos_embed and "H rows axpy" in pos_embed
     assert "planes" not in plan(torch.empty(1, 768, 24, 24).contiguous(memory_format=torch.channels_last), 16, 16)
     assert "planes" not in plan(torch.empty(1, 3, 24, 24), 16, 16)  # too few planes to fill the lanes
     # A large float32 output whose last rows pass spreads each row over 3 or more (the gradient of a downscale by 3

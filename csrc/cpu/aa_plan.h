@@ -261,7 +261,7 @@ std::string describe_pass(const AaPass& p, bool inside, bool per_plane) {
   if (p.loop == AaLoop::Rows) {
     s += " rows axpy [portable]";
   } else if (inside) {
-    s += " w_pass_lanes_x4 [portable]";
+    s += " w_pass_lanes_rows4 [portable]";  // the planes loop's W step: four rows of lanes at a time
   } else {
     s += " lanes w_pass_lanes_x4 [portable] moves cl " + std::to_string(p.inner) + " [" + isa_name(p.isa) + "]";
   }
